@@ -1,0 +1,1 @@
+"""Settings split by environment: ``base`` (env-driven), ``dev``, ``test``, ``production``."""

@@ -1,0 +1,13 @@
+"""Developer settings: DEBUG on, a fixed local secret, console e-mail. Never deploy these."""
+
+from __future__ import annotations
+
+from config.settings.base import *  # noqa: F403
+from config.settings.base import env
+
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+SECRET_KEY = env.str(
+    "DJANGO_SECRET_KEY", default="dev-only-insecure-key-never-use-in-production-0123456789"
+)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"

@@ -1,0 +1,1 @@
+"""The benchmark engine: template bank, instances, sandboxed grading, calibration, metrics."""

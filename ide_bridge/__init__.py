@@ -1,0 +1,1 @@
+"""The participant's coding environment: editor, AI gateway, telemetry, submissions."""

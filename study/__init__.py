@@ -1,0 +1,1 @@
+"""The human study: participants, consent, questionnaires, schedule, assignment, trials."""

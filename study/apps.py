@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+
+
+class StudyConfig(AppConfig):
+    name = "study"
+    verbose_name = "Study"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        post_migrate.connect(_sync_groups, sender=self, dispatch_uid="study-sync-groups")
+
+
+def _sync_groups(sender: AppConfig, **kwargs: Any) -> None:
+    from study.roles import sync_researcher_group
+
+    sync_researcher_group(using=kwargs.get("using", "default"))

@@ -1,0 +1,31 @@
+"""The ``researcher`` group and the permissions it carries.
+
+Researchers are staff users in this group. Each feature that researchers use adds its
+permissions to ``RESEARCHER_PERMISSIONS``; ``migrate`` keeps the group in step.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+
+RESEARCHER_GROUP = "researcher"
+
+# "app_label.codename" of every permission researchers hold.
+RESEARCHER_PERMISSIONS: tuple[str, ...] = ("study.view_user",)
+
+
+def sync_researcher_group(using: str = "default") -> Group:
+    """Create the group if needed and give it exactly ``RESEARCHER_PERMISSIONS``."""
+    with transaction.atomic(using=using):
+        group, _ = Group.objects.using(using).get_or_create(name=RESEARCHER_GROUP)
+        wanted: list[Permission] = []
+        for dotted in RESEARCHER_PERMISSIONS:
+            app_label, codename = dotted.split(".", 1)
+            wanted.extend(
+                Permission.objects.using(using).filter(
+                    content_type__app_label=app_label, codename=codename
+                )
+            )
+        group.permissions.set(wanted)
+    return group

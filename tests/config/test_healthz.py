@@ -1,0 +1,43 @@
+"""``/healthz/`` reports every component as JSON."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+
+@pytest.mark.django_db
+def test_healthz_reports_each_component(client: Client) -> None:
+    response = client.get("/healthz/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body["checks"]) == {"database", "broker", "channel_layer", "worker", "sandbox"}
+    assert body["checks"]["database"]["status"] == "ok"
+    assert body["checks"]["broker"]["status"] == "ok"
+    assert body["checks"]["channel_layer"]["status"] == "ok"
+    assert body["version"]
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+@pytest.mark.django_db
+def test_healthz_without_a_worker_is_degraded_and_says_why(client: Client) -> None:
+    body = client.get("/healthz/").json()
+    assert body["checks"]["worker"]["status"] == "error"
+    assert "heartbeat" in body["checks"]["worker"]["detail"]
+    assert body["status"] == "degraded"
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_the_database_fails(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from config import health
+
+    def broken() -> dict[str, str]:
+        raise RuntimeError("connection refused")
+
+    monkeypatch.setitem(health.CHECKS, "database", broken)
+    response = client.get("/healthz/")
+    assert response.status_code == 503
+    assert response.json()["status"] == "down"
+    assert "connection refused" in response.json()["checks"]["database"]["detail"]
