@@ -18,6 +18,8 @@ if not SECRET_KEY:
         "DJANGO_SECRET_KEY is not set; production needs a long random secret "
         '(generate one with: python -c "import secrets; print(secrets.token_urlsafe(50))").'
     )
+# Old keys still accepted for signatures during a rotation (comma-separated), see docs/deploy.md.
+SECRET_KEY_FALLBACKS: list[str] = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[])
 if not ALLOWED_HOSTS:
     raise ImproperlyConfigured(
