@@ -119,7 +119,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
 else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
+    # 0 under ASGI: Django closes connections per request; persistent ones leak across threads.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -240,3 +241,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Evaluation engine ----------------------------------------------------------------------
+# "bwrap" (default, Linux), "docker" (needs an engine), "unsafe" (DEBUG only; no isolation).
+EVALUATION_SANDBOX_BACKEND = env.str("EVALUATION_SANDBOX_BACKEND", default="bwrap")
+CELERY_TASK_ROUTES = {"evaluation.grade_submission": {"queue": "judge"}}
+# Grading a submission runs many sandboxed processes; a stuck task is killed after this.
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
