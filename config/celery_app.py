@@ -30,15 +30,32 @@ def ping(payload: str = "ping") -> dict[str, Any]:
     return {"payload": payload, "pid": os.getpid()}
 
 
+SANDBOX_RECHECK_S = 600
+
+
+def _sandbox_report() -> dict[str, Any]:
+    """The grading sandbox as this worker sees it (it is the process that runs solutions)."""
+    try:
+        from evaluation.health import sandbox_status
+
+        return sandbox_status()
+    except Exception as exc:  # reported, never fatal for the worker
+        return {"status": "error", "detail": f"{exc.__class__.__name__}: {exc}"}
+
+
 def _beat_forever(hostname: str, interval: int, stop: threading.Event) -> None:
     from django.core.cache import cache
     from django.utils import timezone
 
+    sandbox: dict[str, Any] = {}
+    checked = 0.0
     while not stop.is_set():
+        if time.monotonic() - checked > SANDBOX_RECHECK_S or not checked:
+            sandbox, checked = _sandbox_report(), time.monotonic()
         try:
             cache.set(
                 HEARTBEAT_KEY_PREFIX + hostname,
-                timezone.now().isoformat(),
+                {"at": timezone.now().isoformat(), "sandbox": sandbox},
                 timeout=interval * 6,
             )
             cache.set(HEARTBEAT_KEY_PREFIX + "latest", hostname, timeout=interval * 6)
@@ -48,6 +65,21 @@ def _beat_forever(hostname: str, interval: int, stop: threading.Event) -> None:
 
 
 _heartbeat_stop = threading.Event()
+
+
+class SandboxBroken(SystemExit):
+    pass
+
+
+@signals.worker_init.connect
+def _refuse_without_sandbox(**_: Any) -> None:
+    """A worker that cannot sandbox must not take grading tasks: never fall back silently."""
+    report = _sandbox_report()
+    if report.get("status") != "ok":
+        logger.critical("grading sandbox unavailable: %s", report.get("detail"))
+        raise SandboxBroken(
+            f"Worker refused to start: the grading sandbox does not work ({report.get('detail')})."
+        )
 
 
 @signals.worker_ready.connect

@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 
 def sandbox_status() -> dict[str, Any]:
-    return {"status": "not_configured", "detail": "no sandbox backend is configured yet"}
+    from evaluation.sandbox import get_sandbox
+
+    backend = getattr(settings, "EVALUATION_SANDBOX_BACKEND", "bwrap")
+    try:
+        sandbox = get_sandbox()
+    except Exception as exc:  # reported in the health JSON, never raised
+        return {"status": "error", "backend": backend, "detail": str(exc)}
+    works, detail = sandbox.self_test()
+    return {
+        "status": "ok" if works else "error",
+        "backend": sandbox.name,
+        "isolated": sandbox.safe,
+        "detail": detail,
+    }

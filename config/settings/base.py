@@ -53,6 +53,7 @@ LOCAL_APPS = [
     "evaluation",
     "study",
     "ide_bridge",
+    "study.vault",
 ]
 INSTALLED_APPS = DJANGO_APPS + THIRD_PARTY_APPS + LOCAL_APPS
 

@@ -11,3 +11,8 @@ SECRET_KEY = env.str(
 )
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+# Contact vault (study/vault/crypto.py): comma-separated Fernet keys, the first encrypts.
+VAULT_KEYS: list[str] = env.list(
+    "VAULT_KEYS",
+    default=["hOZuYCg0PAJw1KwhJHZz4dKE9c2Un2KtSyAANuz2ip4="],  # dev-only key
+)

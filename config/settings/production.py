@@ -5,6 +5,7 @@ Start-up fails with one clear sentence when required configuration is missing or
 
 from __future__ import annotations
 
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.base import *  # noqa: F403
@@ -25,6 +26,22 @@ if not ALLOWED_HOSTS:
     raise ImproperlyConfigured(
         "DJANGO_ALLOWED_HOSTS is not set; give the comma-separated host names this site serves."
     )
+
+# Contact vault: comma-separated Fernet keys, the first encrypts, all decrypt (rotation).
+VAULT_KEYS: list[str] = env.list("VAULT_KEYS", default=[])
+if not VAULT_KEYS:
+    raise ImproperlyConfigured(
+        "VAULT_KEYS is not set; production needs at least one Fernet key for the contact vault "
+        '(generate one with: python -c "from cryptography.fernet import Fernet; '
+        'print(Fernet.generate_key().decode())").'
+    )
+for _position, _vault_key in enumerate(VAULT_KEYS, start=1):
+    try:
+        Fernet(_vault_key)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"VAULT_KEYS entry {_position} is not a Fernet key (32 url-safe base64-encoded bytes)."
+        ) from None
 
 if REDIS_URL and env.bool("HAIEVAL_CHECK_REDIS_AT_STARTUP", default=True):
     import redis

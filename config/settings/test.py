@@ -13,6 +13,7 @@ DEBUG = False
 SECRET_KEY = "test-only-key-not-secret-0123456789-abcdefghijklmnopqrstuvwxyz"  # noqa: S105
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "testserver"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+VAULT_KEYS = ["wb3J8NiPFLM7kBD0lx1cIf6RCtVaGuEyotVV8vPZg3s="]  # test-only Fernet key
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 CELERY_TASK_EAGER_PROPAGATES = True

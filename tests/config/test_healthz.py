@@ -41,3 +41,26 @@ def test_healthz_is_503_when_the_database_fails(
     assert response.status_code == 503
     assert response.json()["status"] == "down"
     assert "connection refused" in response.json()["checks"]["database"]["detail"]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_a_working_isolated_sandbox(client: Client) -> None:
+    from tests.evaluation.grading_fixtures import sandbox_or_skip
+
+    sandbox_or_skip()
+    check = client.get("/healthz/").json()["checks"]["sandbox"]
+    assert check["status"] == "ok", check
+    assert check["backend"] == "bwrap"
+    assert check["isolated"] is True
+    assert check["checked_by"] == "web"  # no worker heartbeat in this test
+
+
+@pytest.mark.django_db
+def test_healthz_names_a_broken_sandbox(client: Client, settings: object) -> None:
+    settings.EVALUATION_SANDBOX_BACKEND = "no-such-backend"  # type: ignore[attr-defined]
+    from django.core.cache import cache
+
+    cache.clear()
+    check = client.get("/healthz/").json()["checks"]["sandbox"]
+    assert check["status"] == "error"
+    assert "no-such-backend" in check["detail"]

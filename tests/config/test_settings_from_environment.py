@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STRONG_KEY = "k3y-" + "x7Qp9zLm2Rv8Tn4Wc6Yb1Hd5Jf0Gs3Ka" * 2
+VAULT_KEY = "wb3J8NiPFLM7kBD0lx1cIf6RCtVaGuEyotVV8vPZg3s="  # a valid Fernet key
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -52,6 +53,7 @@ def test_production_check_deploy_reports_no_issues() -> None:
         DJANGO_SETTINGS_MODULE="config.settings.production",
         DJANGO_SECRET_KEY=STRONG_KEY,
         DJANGO_ALLOWED_HOSTS="study.example.org",
+        VAULT_KEYS=VAULT_KEY,
     )
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
@@ -77,6 +79,7 @@ def test_unreachable_redis_in_production_fails_at_startup_in_one_sentence() -> N
         DJANGO_SETTINGS_MODULE="config.settings.production",
         DJANGO_SECRET_KEY=STRONG_KEY,
         DJANGO_ALLOWED_HOSTS="study.example.org",
+        VAULT_KEYS=VAULT_KEY,
         REDIS_URL="redis://127.0.0.1:1/0",  # nothing listens on port 1
     )
     assert result.returncode == 1

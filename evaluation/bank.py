@@ -1,0 +1,378 @@
+"""Load and validate the task-template bank (``evaluation/bank/<slug>/template.toml``).
+
+The bank is data, not a Python package: every template directory holds a manifest, text templates
+with ``${name}`` placeholders, two reference solutions and a trusted hidden-test generator. This
+module only reads and checks it; :mod:`evaluation.instantiate` renders instances from it. Every
+problem raises :class:`BankError` with a one-sentence message naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import math
+import re
+import string
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from evaluation.spec import TemplateSpec
+
+BANK_DIR = Path(__file__).resolve().parent / "bank"
+MANIFEST = "template.toml"
+REQUIRED_FILES = (
+    "README.md.tmpl",
+    "starter/solution.py.tmpl",
+    "visible/test_visible.py.tmpl",
+    "references/efficient.py.tmpl",
+    "references/naive.py.tmpl",
+    "generator.py",
+)
+TRACKS = ("SDE", "MLE", "DS")
+DIFFICULTIES = ("easy", "medium", "hard")
+REQUIRED_CONTEXT = ("company", "role", "scenario")
+# Placeholders every template may use besides its params, names and context.
+BUILTIN_PLACEHOLDERS = frozenset(
+    {
+        "slug",
+        "title",
+        "version",
+        "seed",
+        "track",
+        "difficulty",
+        "time_limit_min",
+        "constraint_id",
+        "constraint_text",
+        "visible_cases",
+        "task_data_example",
+        "task_data_file",
+    }
+)
+_TOP_LEVEL = {
+    "slug": True,
+    "title": True,
+    "version": True,
+    "track": True,
+    "difficulty": True,
+    "time_limit_min": True,
+    "limits": True,
+    "params": True,
+    "constraints": True,
+    "context": True,
+    "names": True,
+    "summary": False,
+}
+_SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BankError(Exception):
+    """A template is missing, malformed or cannot be rendered; the message is one sentence."""
+
+
+def _fail(where: Path | str, field: str, problem: str) -> BankError:
+    return BankError(f"{where}: field '{field}' {problem}.")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(float(value))  # type: ignore[arg-type]
+
+
+def _is_identifier(value: object) -> bool:
+    return isinstance(value, str) and bool(_IDENT_RE.match(value)) and not keyword.iskeyword(value)
+
+
+def _text(where: Path, data: dict[str, Any], field: str, max_len: int = 200) -> str:
+    value = data.get(field)
+    if not isinstance(value, str) or not value.strip() or len(value) > max_len:
+        raise _fail(where, field, f"must be a non-empty string of at most {max_len} characters")
+    return value
+
+
+def content_hash(directory: Path) -> str:
+    """sha256 over (relative path, bytes) of every file under ``directory``, sorted by path."""
+    digest = hashlib.sha256()
+    files = sorted(
+        p
+        for p in directory.rglob("*")
+        if p.is_file() and "__pycache__" not in p.relative_to(directory).parts
+    )
+    for path in files:
+        relative = path.relative_to(directory).as_posix().encode()
+        data = path.read_bytes()
+        digest.update(len(relative).to_bytes(8, "big") + relative)
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+def _check_limits(where: Path, limits: object) -> tuple[float, int]:
+    if not isinstance(limits, dict) or set(limits) != {"cpu_s", "mem_mib"}:
+        raise _fail(where, "limits", "must be a table with exactly the keys cpu_s and mem_mib")
+    cpu_s, mem_mib = limits["cpu_s"], limits["mem_mib"]
+    if not _is_number(cpu_s) or not 0 < float(cpu_s) <= 600:
+        raise _fail(where, "limits.cpu_s", "must be a number of seconds in (0, 600]")
+    if not _is_int(mem_mib) or not 32 <= mem_mib <= 16384:
+        raise _fail(where, "limits.mem_mib", "must be an integer number of MiB in [32, 16384]")
+    return float(cpu_s), int(mem_mib)
+
+
+def _check_param(where: Path, name: str, spec: object) -> None:
+    field = f"params.{name}"
+    if not _is_identifier(name):
+        raise _fail(where, field, "must be named by a Python identifier")
+    if not isinstance(spec, dict):
+        raise _fail(where, field, "must be a table")
+    kind = spec.get("type")
+    allowed = {"int": {"min", "max", "step"}, "float": {"min", "max", "decimals"}}
+    allowed["choice"] = {"choices"}
+    if kind not in allowed:
+        raise _fail(where, f"{field}.type", "must be one of int, float, choice")
+    extra = set(spec) - allowed[kind] - {"type", "doc"}
+    if extra:
+        raise _fail(where, field, f"has unknown keys {sorted(extra)}")
+    if "doc" in spec and not isinstance(spec["doc"], str):
+        raise _fail(where, f"{field}.doc", "must be a string")
+    if kind == "choice":
+        choices = spec.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise _fail(where, f"{field}.choices", "must be a non-empty list")
+        if not all(isinstance(c, str) or _is_number(c) for c in choices):
+            raise _fail(where, f"{field}.choices", "must hold strings or numbers only")
+        if len({repr(c) for c in choices}) != len(choices):
+            raise _fail(where, f"{field}.choices", "must not repeat a value")
+        return
+    low, high = spec.get("min"), spec.get("max")
+    check = _is_int if kind == "int" else _is_number
+    if not check(low) or not check(high):
+        raise _fail(where, field, f"needs {kind} values for min and max")
+    if low > high:  # type: ignore[operator]
+        raise _fail(where, field, f"has min {low} greater than max {high}")
+    step = spec.get("step", 1)
+    if not _is_int(step) or step < 1:
+        raise _fail(where, f"{field}.step", "must be a positive integer")
+    decimals = spec.get("decimals", 3)
+    if not _is_int(decimals) or not 0 <= decimals <= 6:
+        raise _fail(where, f"{field}.decimals", "must be an integer in [0, 6]")
+
+
+def _check_constraints(where: Path, constraints: object) -> None:
+    if not isinstance(constraints, list) or not constraints:
+        raise _fail(where, "constraints", "must be a non-empty array of tables")
+    seen: set[str] = set()
+    for index, item in enumerate(constraints):
+        field = f"constraints[{index}]"
+        if not isinstance(item, dict) or set(item) != {"id", "text"}:
+            raise _fail(where, field, "must be a table with exactly the keys id and text")
+        if not isinstance(item["id"], str) or not _SLUG_RE.match(item["id"]):
+            raise _fail(where, f"{field}.id", "must be a lower-case slug such as stdlib-only")
+        if item["id"] in seen:
+            raise _fail(where, f"{field}.id", f"repeats the id '{item['id']}'")
+        seen.add(item["id"])
+        if not isinstance(item["text"], str) or not item["text"].strip():
+            raise _fail(where, f"{field}.text", "must be a non-empty string")
+
+
+def context_keys(key: str, entries: list[Any]) -> set[str]:
+    """Placeholder names one context vocabulary provides (tables add ``<key>_<sub>``)."""
+    if isinstance(entries[0], str):
+        return {key}
+    return {key} | {f"{key}_{sub}" for sub in entries[0] if sub != "name"}
+
+
+def _check_context(where: Path, context: object) -> set[str]:
+    if not isinstance(context, dict):
+        raise _fail(where, "context", "must be a table of vocabularies")
+    keys: set[str] = set()
+    for required in REQUIRED_CONTEXT:
+        if required not in context:
+            raise _fail(where, f"context.{required}", "is required")
+    for key, entries in context.items():
+        field = f"context.{key}"
+        if not _is_identifier(key):
+            raise _fail(where, field, "must be named by a Python identifier")
+        if not isinstance(entries, list) or not entries:
+            raise _fail(where, field, "must be a non-empty list")
+        if all(isinstance(e, str) and e.strip() for e in entries):
+            if len(set(entries)) != len(entries):
+                raise _fail(where, field, "must not repeat an entry")
+        elif all(isinstance(e, dict) for e in entries):
+            shape = set(entries[0])
+            if "name" not in shape:
+                raise _fail(where, field, "entries must be tables with a 'name' key")
+            for entry in entries:
+                if set(entry) != shape or not all(
+                    isinstance(v, str) and v.strip() for v in entry.values()
+                ):
+                    raise _fail(where, field, "entries must share keys and hold non-empty strings")
+                if not all(_is_identifier(sub) for sub in entry):
+                    raise _fail(where, field, "entry keys must be Python identifiers")
+            if len({e["name"] for e in entries}) != len(entries):
+                raise _fail(where, field, "must not repeat a name")
+        else:
+            raise _fail(where, field, "must hold only non-empty strings or only tables")
+        keys |= context_keys(key, entries)
+    return keys
+
+
+def _check_names(where: Path, names: object) -> None:
+    if not isinstance(names, dict) or "entry_point" not in names:
+        raise _fail(where, "names.entry_point", "is required")
+    owner: dict[str, str] = {}
+    for key, choices in names.items():
+        field = f"names.{key}"
+        if not _is_identifier(key):
+            raise _fail(where, field, "must be named by a Python identifier")
+        if not isinstance(choices, list) or not choices:
+            raise _fail(where, field, "must be a non-empty list of identifiers")
+        for choice in choices:
+            if not _is_identifier(choice):
+                raise _fail(where, field, f"has '{choice}', which is not a Python identifier")
+            if choice in owner:
+                raise _fail(where, field, f"repeats '{choice}' (also in names.{owner[choice]})")
+            owner[choice] = key
+
+
+def _check_namespace(where: Path, data: dict[str, Any], context: set[str]) -> set[str]:
+    groups = {
+        "params": set(data["params"]),
+        "names": set(data["names"]),
+        "context": context,
+        "built-ins": set(BUILTIN_PLACEHOLDERS),
+    }
+    seen: dict[str, str] = {}
+    for group, keys in groups.items():
+        for key in sorted(keys):
+            if key in seen:
+                raise _fail(where, f"{group}.{key}", f"clashes with the {seen[key]} placeholder")
+            seen[key] = group
+    return set(seen)
+
+
+def _check_texts(where: Path, data: dict[str, Any], placeholders: set[str]) -> None:
+    """Context entries and constraint texts may use params, names and context placeholders."""
+    allowed = placeholders - BUILTIN_PLACEHOLDERS
+    texts: list[tuple[str, str]] = []
+    for index, item in enumerate(data["constraints"]):
+        texts.append((f"constraints[{index}].text", item["text"]))
+    for key, entries in data["context"].items():
+        for entry in entries:
+            values = [entry] if isinstance(entry, str) else list(entry.values())
+            texts.extend((f"context.{key}", value) for value in values)
+    for field, text in texts:
+        template = string.Template(text)
+        if not template.is_valid():
+            raise _fail(where, field, "has a malformed $-placeholder")
+        unknown = sorted(set(template.get_identifiers()) - allowed)
+        if unknown:
+            raise _fail(where, field, f"uses unknown placeholder '{unknown[0]}'")
+
+
+def _check_files(directory: Path, placeholders: set[str]) -> None:
+    for relative in REQUIRED_FILES:
+        if not (directory / relative).is_file():
+            raise BankError(f"{directory}: required file '{relative}' is missing.")
+    files = directory / "files"
+    shipped = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
+    for path in sorted(set(directory.rglob("*.tmpl")) | set(shipped)):
+        if "__pycache__" in path.parts:
+            continue
+        relative = path.relative_to(directory).as_posix()
+        texts = {"path": relative}
+        if path.suffix == ".tmpl":
+            texts["content"] = path.read_text(encoding="utf-8")
+        for what, text in texts.items():
+            template = string.Template(text)
+            if not template.is_valid():
+                raise BankError(f"{path}: the {what} has a malformed $-placeholder.")
+            unknown = sorted(set(template.get_identifiers()) - placeholders)
+            if unknown:
+                raise BankError(f"{path}: the {what} uses unknown placeholder '{unknown[0]}'.")
+
+
+def parse_template(directory: Path) -> TemplateSpec:
+    """Read and validate ``directory/template.toml`` and the files next to it."""
+    where = directory / MANIFEST
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BankError(f"{directory}: there is no {MANIFEST}.") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BankError(f"{where}: is not valid TOML ({exc}).") from exc
+    for key, required in _TOP_LEVEL.items():
+        if required and key not in data:
+            raise _fail(where, key, "is required")
+    unknown = sorted(set(data) - set(_TOP_LEVEL))
+    if unknown:
+        raise _fail(where, unknown[0], "is not a known template.toml field")
+    slug = _text(where, data, "slug", 60)
+    if not _SLUG_RE.match(slug) or slug != directory.name:
+        raise _fail(
+            where,
+            "slug",
+            f"must be a lower-case slug equal to the directory name '{directory.name}'",
+        )
+    title = _text(where, data, "title", 120)
+    if "summary" in data:
+        _text(where, data, "summary", 500)
+    version = data["version"]
+    if not isinstance(version, str) or not _SEMVER_RE.match(version):
+        raise _fail(where, "version", f"must be a semantic version like 1.2.0, not {version!r}")
+    track, difficulty = data["track"], data["difficulty"]
+    if track not in TRACKS:
+        raise _fail(where, "track", f"must be one of {', '.join(TRACKS)}, not {track!r}")
+    if difficulty not in DIFFICULTIES:
+        raise _fail(where, "difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
+    minutes = data["time_limit_min"]
+    if not _is_int(minutes) or not 5 <= minutes <= 240:
+        raise _fail(where, "time_limit_min", "must be an integer number of minutes in [5, 240]")
+    cpu_s, mem_mib = _check_limits(where, data["limits"])
+    if not isinstance(data["params"], dict):
+        raise _fail(where, "params", "must be a table of parameter tables")
+    for name, spec in data["params"].items():
+        _check_param(where, name, spec)
+    _check_constraints(where, data["constraints"])
+    context = _check_context(where, data["context"])
+    _check_names(where, data["names"])
+    placeholders = _check_namespace(where, data, context)
+    _check_texts(where, data, placeholders)
+    _check_files(directory, placeholders)
+    return TemplateSpec(
+        slug=slug,
+        title=title,
+        version=version,
+        track=track,
+        difficulty=difficulty,
+        time_limit_min=minutes,
+        path=directory,
+        content_hash=content_hash(directory),
+        cpu_s=cpu_s,
+        mem_mib=mem_mib,
+        raw=data,
+    )
+
+
+def known_slugs(bank_dir: Path = BANK_DIR) -> list[str]:
+    """Directory names in the bank that hold a template manifest, sorted."""
+    if not bank_dir.is_dir():
+        return []
+    return sorted(p.parent.name for p in bank_dir.glob(f"*/{MANIFEST}"))
+
+
+def load_template(slug: str, bank_dir: Path = BANK_DIR) -> TemplateSpec:
+    """The validated template ``slug``; unknown slugs list the known ones."""
+    known = known_slugs(bank_dir)
+    if not isinstance(slug, str) or not _SLUG_RE.match(slug) or slug not in known:
+        listing = ", ".join(known) or "none"
+        raise BankError(f"Unknown template {slug!r}; known templates: {listing}.")
+    return parse_template(bank_dir / slug)
+
+
+def list_templates(bank_dir: Path = BANK_DIR) -> list[TemplateSpec]:
+    """Every template in the bank, validated, sorted by slug."""
+    return [parse_template(bank_dir / slug) for slug in known_slugs(bank_dir)]

@@ -1,0 +1,254 @@
+"""Auto-calibrated efficiency thresholds (docs/calibration.md; notes/sandbox.md §9).
+
+The efficient and naive references and an empty solution run interleaved on this host and
+backend: one warm-up round, then ``rounds`` measured rounds in shuffled order. Net CPU is raw CPU
+minus the empty solution's median. With E and N the summed medians of efficient and naive net CPU,
+the time threshold is the geometric mean T* = sqrt(E*N), i.e. a ratio rho* = sqrt(N/E) against an
+efficient canary. A calibration whose N/E is under 3 is rejected: the inputs do not separate the
+two references well enough to judge anyone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evaluation.runs import case_spec, empty_solution, run_with_retries
+from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
+from evaluation.spec import Instance, TestCase
+from evaluation.verdicts import Verdict, judge
+
+MIN_RATIO = 3.0
+MIN_EFFICIENT_NET_S = 0.05  # below this a CPU measurement is mostly noise
+RECOMMENDED_EFFICIENT_NET_S = 0.1
+MEMORY_FLOOR_KIB = 1024
+# Naive runs stop at this multiple of the efficient reference's CPU time (a lower bound then):
+# enough to prove a ratio of 3 with margin, without waiting for quadratic code to finish.
+NAIVE_CAP_FACTOR = 8
+MEMORY_SLACK_KIB = 32 * 1024
+
+
+class CalibrationError(Exception):
+    """The calibration could not be made valid; the message is for the template author."""
+
+
+@dataclass
+class CalibrationResult:
+    valid: bool
+    message: str
+    perf_fingerprint: str
+    host_fingerprint: str
+    backend: str
+    rounds: int
+    tests: list[dict[str, Any]] = field(default_factory=list)  # per performance test
+    efficient_s: float = 0.0  # E
+    naive_s: float = 0.0  # N (a lower bound when naive_capped)
+    naive_capped: bool = False
+    ratio: float = 0.0  # N / E
+    threshold_ratio: float = 0.0  # rho* = sqrt(N / E)
+    sigma_log: float = 0.0  # spread of log(efficient) per round, for borderline flags
+    memory_efficient_kib: int = 0
+    memory_naive_kib: int = 0
+    memory_threshold_kib: int = 0  # net peak RSS a solution may use
+    empty_peak_kib: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CalibrationResult:
+        return cls(**data)
+
+    def test(self, name: str) -> dict[str, Any]:
+        return next(t for t in self.tests if t["name"] == name)
+
+
+def perf_fingerprint(instance: Instance) -> str:
+    """Identifies the performance inputs: instances that share them share a calibration."""
+    payload = [[c.name, c.args, c.kwargs] for c in instance.cases if c.kind == "performance"]
+    blob = json.dumps([instance.template.content_hash, payload], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def robust_sigma_log(samples: Sequence[float]) -> float:
+    """1.4826 * MAD of log(samples) / sqrt(k): the spread of a median of k timings."""
+    logs = [math.log(max(s, 1e-6)) for s in samples]
+    center = statistics.median(logs)
+    mad = statistics.median(abs(x - center) for x in logs)
+    return 1.4826 * mad / math.sqrt(len(logs))
+
+
+def calibrate(
+    instance: Instance, sandbox: Sandbox, *, rounds: int = 5, warmup: int = 1, seed: int = 0
+) -> CalibrationResult:
+    perf = [c for c in instance.cases if c.kind == "performance"]
+    if not perf:
+        raise CalibrationError(f"{instance.template.slug} has no performance tests to calibrate")
+    sources = {
+        "empty": empty_solution(instance.entry_point),
+        "efficient": instance.references["efficient"].encode(),
+        "naive": instance.references["naive"].encode(),
+    }
+    cap = instance.template.cpu_s
+    mem = instance.template.mem_mib
+    # Warm-up round: also tells how long the efficient reference takes, to cap naive runs.
+    warm = _round(
+        instance,
+        sandbox,
+        perf,
+        sources,
+        {"empty": cap, "efficient": cap, "naive": cap},
+        mem,
+        random.Random(seed),
+    )
+    for case in perf:
+        _require_correct(instance, case, warm[("efficient", case.name)], "efficient")
+    slowest_eff = max(warm[("efficient", c.name)].cpu_s for c in perf)
+    naive_cap = min(cap, max(1.0, NAIVE_CAP_FACTOR * slowest_eff))
+    caps = {"empty": cap, "efficient": cap, "naive": naive_cap}
+
+    samples: dict[tuple[str, str], list[RunResult]] = {}
+    rng = random.Random(seed + 1)
+    for _ in range(max(0, warmup - 1)):
+        _round(instance, sandbox, perf, sources, caps, mem, rng)
+    for _ in range(rounds):
+        for key, result in _round(instance, sandbox, perf, sources, caps, mem, rng).items():
+            samples.setdefault(key, []).append(result)
+
+    first = next(iter(samples.values()))[0]
+    outcome = CalibrationResult(
+        valid=False,
+        message="",
+        perf_fingerprint=perf_fingerprint(instance),
+        host_fingerprint=first.host_fingerprint,
+        backend=first.backend,
+        rounds=rounds,
+    )
+    eff_per_round = [0.0] * rounds
+    naive_per_round = [0.0] * rounds
+    for case in perf:
+        empty_cpu = statistics.median(r.cpu_s for r in samples[("empty", case.name)])
+        empty_rss = statistics.median(r.peak_rss_kib for r in samples[("empty", case.name)])
+        for run in samples[("efficient", case.name)]:
+            _require_correct(instance, case, run, "efficient")
+        eff_net = [max(r.cpu_s - empty_cpu, 0.0) for r in samples[("efficient", case.name)]]
+        naive_runs = samples[("naive", case.name)]
+        capped = any(r.status is RunStatus.TLE_CPU for r in naive_runs)
+        naive_net = [
+            max((naive_cap if r.status is RunStatus.TLE_CPU else r.cpu_s) - empty_cpu, 0.0)
+            for r in naive_runs
+        ]
+        for i in range(rounds):
+            eff_per_round[i] += eff_net[i]
+            naive_per_round[i] += naive_net[i]
+        eff_rss = statistics.median(r.peak_rss_kib for r in samples[("efficient", case.name)])
+        naive_rss = statistics.median(r.peak_rss_kib for r in naive_runs)
+        outcome.naive_capped = outcome.naive_capped or capped
+        outcome.empty_peak_kib = max(outcome.empty_peak_kib, int(empty_rss))
+        outcome.tests.append(
+            {
+                "name": case.name,
+                "empty_cpu_s": empty_cpu,
+                "efficient_net_s": statistics.median(eff_net),
+                "naive_net_s": statistics.median(naive_net),
+                "naive_capped": capped,
+                "efficient_net_kib": max(int(eff_rss - empty_rss), 0),
+                "naive_net_kib": max(int(naive_rss - empty_rss), 0),
+                "efficient_samples_s": eff_net,
+                "naive_samples_s": naive_net,
+            }
+        )
+    _finish(outcome, eff_per_round, naive_per_round, cap)
+    return outcome
+
+
+def _finish(result: CalibrationResult, eff: list[float], naive: list[float], cap: float) -> None:
+    E = sum(t["efficient_net_s"] for t in result.tests)  # the notes' symbols
+    N = sum(t["naive_net_s"] for t in result.tests)
+    result.efficient_s, result.naive_s = E, N
+    result.ratio = N / E if E > 0 else 0.0
+    result.threshold_ratio = math.sqrt(result.ratio) if result.ratio > 0 else 0.0
+    result.sigma_log = robust_sigma_log(eff)
+    e_m = max(max(t["efficient_net_kib"] for t in result.tests), MEMORY_FLOOR_KIB)
+    n_m = max(max(t["naive_net_kib"] for t in result.tests), MEMORY_FLOOR_KIB)
+    result.memory_efficient_kib, result.memory_naive_kib = e_m, n_m
+    # Geometric mean as in the notes, but never tighter than 4x the efficient reference plus
+    # slack: references often use similar memory, and the check is meant to catch blow-ups.
+    result.memory_threshold_kib = int(max(math.sqrt(e_m * n_m), 4 * e_m, e_m + MEMORY_SLACK_KIB))
+    for test in result.tests:
+        star = math.sqrt(max(test["efficient_net_s"], 1e-6) * max(test["naive_net_s"], 1e-6))
+        test["hard_cpu_s"] = round(
+            min(cap, max(2 * test["naive_net_s"], 3 * star, 1.0) + test["empty_cpu_s"]), 3
+        )
+    problems = []
+    if E < MIN_EFFICIENT_NET_S:
+        problems.append(
+            f"the efficient reference spends only {E * 1000:.0f} ms net CPU on the performance "
+            f"tests; make their inputs larger (aim for at least {RECOMMENDED_EFFICIENT_NET_S:g} s)"
+        )
+    if result.ratio < MIN_RATIO:
+        problems.append(
+            f"naive/efficient CPU ratio is {result.ratio:.2f}, under {MIN_RATIO:g}: the "
+            "performance inputs do not separate the references; make them larger or harsher"
+        )
+    if result.ratio > 0:
+        limit = math.log(result.ratio) / 6
+        if result.sigma_log >= limit:
+            problems.append(
+                f"efficient timings are too noisy (sigma_log {result.sigma_log:.3f} >= "
+                f"{limit:.3f}); run on a quieter host or make the inputs larger"
+            )
+        if not result.naive_capped and robust_sigma_log(naive) >= limit:
+            problems.append("naive timings are too noisy for a stable threshold")
+    result.valid = not problems
+    if problems:
+        result.message = "Calibration rejected: " + "; ".join(problems) + "."
+    else:
+        bound = " (naive capped: a lower bound)" if result.naive_capped else ""
+        result.message = (
+            f"Calibration valid: E={E:.3f}s, N={N:.3f}s{bound}, ratio {result.ratio:.1f}, "
+            f"threshold ratio {result.threshold_ratio:.2f}."
+        )
+
+
+def _round(
+    instance: Instance,
+    sandbox: Sandbox,
+    perf: list[TestCase],
+    sources: dict[str, bytes],
+    caps: dict[str, float],
+    mem_mib: int,
+    rng: random.Random,
+) -> dict[tuple[str, str], RunResult]:
+    keys = [(kind, case) for case in perf for kind in ("empty", "efficient", "naive")]
+    rng.shuffle(keys)
+    specs = [
+        case_spec(instance, sources[kind], case, cpu_s=caps[kind], mem_mib=mem_mib)
+        for kind, case in keys
+    ]
+    results, _ = run_with_retries(sandbox, specs)
+    for (kind, case), run in zip(keys, results, strict=True):
+        if run.status is RunStatus.SANDBOX_ERROR:
+            raise CalibrationError(
+                f"the sandbox failed while running the {kind} reference on {case.name}: "
+                f"{run.detail or run.stderr_tail[-200:]}"
+            )
+    return {(kind, case.name): run for (kind, case), run in zip(keys, results, strict=True)}
+
+
+def _require_correct(instance: Instance, case: TestCase, run: RunResult, label: str) -> None:
+    limits = RunSpec(
+        files={}, argv=(), cpu_s=instance.template.cpu_s, mem_mib=instance.template.mem_mib
+    )
+    outcome = judge(case, limits, run, instance.compare)
+    if outcome.verdict is not Verdict.OK:
+        raise CalibrationError(
+            f"the {label} reference fails performance test {case.name}: "
+            f"{outcome.verdict} ({outcome.message})"
+        )

@@ -1,0 +1,306 @@
+"""Grading one solution file for one instance: the same for a participant, a bot or an LLM.
+
+Functional tests run once each (one fresh sandboxed process per test). Performance tests run in
+rounds, each interleaved with the efficient reference as a canary on the same worker; the
+efficiency verdict compares the submission's net CPU to the canary's (a ratio), which is stable
+on a noisy host where raw seconds are not. See docs/report-schema.md for the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from evaluation.calibration import CalibrationResult
+from evaluation.runs import case_spec, run_with_retries
+from evaluation.sandbox.base import RunResult, RunStatus, Sandbox
+from evaluation.spec import Instance, TestCase
+from evaluation.verdicts import CaseOutcome, Verdict, judge
+
+SCHEMA_VERSION = "1.0"
+MAX_SOURCE_BYTES = 256 * 1024
+PERF_ROUNDS = 3
+EXTRA_ROUNDS_IF_BORDERLINE = 2
+CANARY_DRIFT_LIMIT = 0.25
+FUNCTIONAL_CHUNK = 8  # tests per sandbox batch, so progress moves
+# Functional inputs are small: a correct solution needs milliseconds. A tight limit keeps an
+# endless loop from costing the template's full performance budget on every test.
+FUNCTIONAL_CPU_S = 2.0
+PAR_CAP_S = 3600.0
+
+Progress = Callable[[int, int], None]
+
+
+class CanaryDrift(Exception):
+    """The efficient canary ran >25 % away from its calibrated cost: recalibrate first."""
+
+
+def completion_time_par(
+    duration_s: float | None, passed: bool, cap_s: float = PAR_CAP_S
+) -> float | None:
+    """Penalised average runtime (PAR-60): the duration capped at an hour; a failed or
+    timed-out trial counts as the full hour."""
+    if duration_s is None:
+        return None
+    return min(max(duration_s, 0.0), cap_s) if passed else cap_s
+
+
+def grade(
+    instance: Instance,
+    source: bytes,
+    *,
+    sandbox: Sandbox,
+    calibration: CalibrationResult,
+    duration_s: float | None = None,
+    tokens: int | None = None,
+    progress: Progress | None = None,
+    perf_rounds: int = PERF_ROUNDS,
+) -> dict[str, Any]:
+    functional = [c for c in instance.cases if c.kind == "functional"]
+    perf = [c for c in instance.cases if c.kind == "performance"]
+    total = len(functional) + len(perf)
+    report = _skeleton(instance, source, calibration)
+    rejected = _precheck(source)
+    if rejected:
+        report["error"] = rejected
+        report["tests"] = [_row(c, CaseOutcome(Verdict.RE, rejected), None) for c in instance.cases]
+        report["efficiency"].update(time_ok=False, memory_ok=False)
+        return _aggregate(report, duration_s, tokens)
+
+    rows, retries = grade_functional(
+        instance, source, sandbox=sandbox, progress=progress, total=total
+    )
+    report["tests"].extend(rows)
+    perf_rows, efficiency, n = _grade_performance(
+        instance, source, sandbox, calibration, perf_rounds
+    )
+    retries += n
+    report["tests"].extend(perf_rows)
+    report["efficiency"].update(efficiency)
+    report["sandbox"]["retries"] = retries
+    if progress:
+        progress(total, total)
+    if any(t["verdict"] == Verdict.SE for t in report["tests"]):
+        report["error"] = "The grading sandbox failed repeatedly; this run must be repeated."
+    return _aggregate(report, duration_s, tokens)
+
+
+def grade_functional(
+    instance: Instance,
+    source: bytes,
+    *,
+    sandbox: Sandbox,
+    progress: Progress | None = None,
+    total: int | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Run every functional test once; returns report rows and the number of sandbox retries."""
+    functional = [c for c in instance.cases if c.kind == "functional"]
+    total = total or len(functional)
+    rows: list[dict[str, Any]] = []
+    retries = 0
+    cpu, mem = min(instance.template.cpu_s, FUNCTIONAL_CPU_S), instance.template.mem_mib
+    for start in range(0, len(functional), FUNCTIONAL_CHUNK):
+        chunk = functional[start : start + FUNCTIONAL_CHUNK]
+        specs = [case_spec(instance, source, c, cpu_s=cpu, mem_mib=mem) for c in chunk]
+        results, n = run_with_retries(sandbox, specs)
+        retries += n
+        for case, spec, run in zip(chunk, specs, results, strict=True):
+            rows.append(_row(case, judge(case, spec, run, instance.compare), run))
+        if progress:
+            progress(len(rows), total)
+    return rows, retries
+
+
+def _precheck(source: bytes) -> str | None:
+    if len(source) > MAX_SOURCE_BYTES:
+        return f"solution.py is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit"
+    if b"\x00" in source:
+        return "solution.py contains NUL bytes; it must be a Python text file"
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"solution.py is not UTF-8 text (invalid byte at position {exc.start})"
+    return None
+
+
+def _grade_performance(
+    instance: Instance,
+    source: bytes,
+    sandbox: Sandbox,
+    calibration: CalibrationResult,
+    rounds: int,
+) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    perf = [c for c in instance.cases if c.kind == "performance"]
+    canary_source = instance.references["efficient"].encode()
+    mem = instance.template.mem_mib
+    subs: dict[str, list[RunResult]] = {c.name: [] for c in perf}
+    canaries: dict[str, list[RunResult]] = {c.name: [] for c in perf}
+    outcomes: dict[str, list[CaseOutcome]] = {c.name: [] for c in perf}
+    retries = 0
+
+    def measure(n_rounds: int, offset: int) -> None:
+        nonlocal retries
+        for r in range(n_rounds):
+            specs, keys = [], []
+            for case in perf:
+                hard = calibration.test(case.name)["hard_cpu_s"]
+                pair = [("canary", canary_source), ("sub", source)]
+                if (r + offset) % 2:
+                    pair.reverse()  # alternate who goes first, so drift hits both alike
+                for label, code in pair:
+                    specs.append(case_spec(instance, code, case, cpu_s=hard, mem_mib=mem))
+                    keys.append((label, case))
+            results, n = run_with_retries(sandbox, specs)
+            retries += n
+            for (label, case), spec, run in zip(keys, specs, results, strict=True):
+                if label == "canary":
+                    canaries[case.name].append(run)
+                else:
+                    subs[case.name].append(run)
+                    outcomes[case.name].append(judge(case, spec, run, instance.compare))
+
+    measure(1, 0)
+    timed_out = any(o.verdict is Verdict.TLE for v in outcomes.values() for o in v)
+    if not timed_out:  # a run at the hard limit settles time_ok; more rounds would only cost
+        measure(rounds - 1, 1)
+    canary_net = _net_medians(canaries, calibration)
+    if any(run.status is not RunStatus.OK for runs in canaries.values() for run in runs):
+        raise CanaryDrift("the efficient canary itself failed; the calibration is not usable here")
+    canary_total = sum(canary_net.values())
+    drift = abs(canary_total / calibration.efficient_s - 1) if calibration.efficient_s > 0 else 0
+    if not timed_out and drift > CANARY_DRIFT_LIMIT:
+        raise CanaryDrift(
+            f"canary took {canary_total:.3f}s net vs calibrated {calibration.efficient_s:.3f}s"
+        )
+    efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)
+    if efficiency["borderline"]:
+        measure(EXTRA_ROUNDS_IF_BORDERLINE, rounds)
+        efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)
+        efficiency["remeasured"] = True
+    rows = []
+    for case in perf:
+        worst = _worst(outcomes[case.name])
+        rows.append(_row(case, worst, _median_run(subs[case.name])))
+    return rows, efficiency, retries
+
+
+def _efficiency(
+    perf: list[TestCase],
+    subs: dict[str, list[RunResult]],
+    canaries: dict[str, list[RunResult]],
+    outcomes: dict[str, list[CaseOutcome]],
+    calibration: CalibrationResult,
+) -> dict[str, Any]:
+    n_rounds = min(len(v) for v in subs.values())
+    timed_out = any(o.verdict is Verdict.TLE for v in outcomes.values() for o in v)
+    ratios = []
+    for r in range(n_rounds):
+        sub_total = sum(_net(subs[c.name][r], calibration, c.name) for c in perf)
+        canary_total = sum(_net(canaries[c.name][r], calibration, c.name) for c in perf)
+        ratios.append(sub_total / max(canary_total, 1e-3))
+    rho = statistics.median(ratios)
+    rho_star = calibration.threshold_ratio
+    time_ok = (not timed_out) and rho <= rho_star
+    sigma = max(calibration.sigma_log, 0.02)
+    borderline = (not timed_out) and abs(math.log(max(rho, 1e-6)) - math.log(rho_star)) < 3 * sigma
+    memory_net = max(
+        max(statistics.median(r.peak_rss_kib for r in subs[c.name]) - calibration.empty_peak_kib, 0)
+        for c in perf
+    )
+    memory_exceeded = any(o.verdict is Verdict.MLE for v in outcomes.values() for o in v)
+    memory_ok = (not memory_exceeded) and memory_net <= calibration.memory_threshold_kib
+    return {
+        "time_ratio": None if timed_out else round(rho, 3),
+        "time_threshold_ratio": round(rho_star, 3),
+        "time_ok": time_ok,
+        "memory_net_kib": int(memory_net),
+        "memory_threshold_kib": calibration.memory_threshold_kib,
+        "memory_ok": memory_ok,
+        "borderline": borderline,
+        "rounds": n_rounds,
+        "round_ratios": [round(x, 3) for x in ratios],
+    }
+
+
+def _net(run: RunResult, calibration: CalibrationResult, name: str) -> float:
+    return max(run.cpu_s - calibration.test(name)["empty_cpu_s"], 0.0)
+
+
+def _net_medians(
+    runs: dict[str, list[RunResult]], calibration: CalibrationResult
+) -> dict[str, float]:
+    return {
+        name: statistics.median(_net(r, calibration, name) for r in rs) for name, rs in runs.items()
+    }
+
+
+def _median_run(runs: list[RunResult]) -> RunResult:
+    return sorted(runs, key=lambda r: r.cpu_s)[len(runs) // 2]
+
+
+SEVERITY = [Verdict.SE, Verdict.TLE, Verdict.MLE, Verdict.OLE, Verdict.RE, Verdict.WA, Verdict.OK]
+
+
+def _worst(outcomes: list[CaseOutcome]) -> CaseOutcome:
+    return min(outcomes, key=lambda o: SEVERITY.index(o.verdict))
+
+
+def _row(case: TestCase, outcome: CaseOutcome, run: RunResult | None) -> dict[str, Any]:
+    return {
+        "name": case.name,
+        "kind": case.kind,
+        "category": case.category,
+        "visible": case.visible,
+        "verdict": str(outcome.verdict),
+        "cpu_s": round(run.cpu_s, 4) if run else None,
+        "wall_s": round(run.wall_s, 4) if run else None,
+        "peak_rss_kib": run.peak_rss_kib if run else None,
+        "message": outcome.message,
+    }
+
+
+def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "template": {
+            "slug": instance.template.slug,
+            "version": instance.template.version,
+            "content_hash": instance.template.content_hash,
+        },
+        "instance": {"seed": instance.seed, "content_hash": instance.content_hash},
+        "solution_sha256": hashlib.sha256(source).hexdigest(),
+        "overall_pass": False,
+        "partial_pass": 0.0,
+        "checks": {"passed": 0, "total": 0},
+        "tests": [],
+        "efficiency": {"time_ok": False, "memory_ok": False, "borderline": False},
+        "calibration": {
+            "host": calibration.host_fingerprint,
+            "backend": calibration.backend,
+            "efficient_s": round(calibration.efficient_s, 4),
+            "naive_s": round(calibration.naive_s, 4),
+            "naive_capped": calibration.naive_capped,
+            "ratio": round(calibration.ratio, 3),
+        },
+        "sandbox": {"backend": calibration.backend, "retries": 0},
+        "completion_time_s": None,
+        "tokens": None,
+        "error": None,
+    }
+
+
+def _aggregate(
+    report: dict[str, Any], duration_s: float | None, tokens: int | None
+) -> dict[str, Any]:
+    checks = [t["verdict"] == Verdict.OK for t in report["tests"]]
+    checks += [bool(report["efficiency"]["time_ok"]), bool(report["efficiency"]["memory_ok"])]
+    passed = sum(checks)
+    report["checks"] = {"passed": passed, "total": len(checks)}
+    report["partial_pass"] = round(passed / len(checks), 4) if checks else 0.0
+    report["overall_pass"] = bool(checks) and all(checks)
+    report["completion_time_s"] = completion_time_par(duration_s, report["overall_pass"])
+    report["tokens"] = tokens
+    return report

@@ -1,0 +1,390 @@
+"""Render a bank template into a task instance for one seed (the paper's four instantiation tools).
+
+Tools, each driven by its own RNG derived from ``"<slug>@<version>#<seed>:<tool>[:<key>]"`` so
+adding a vocabulary entry or parameter never shifts the others:
+
+1. technical parameters: rule-based picks inside the ranges declared in ``[params]``;
+2. implementation constraint: one entry of the validated ``[[constraints]]`` list;
+3. contextual variables: company, role, scenario, ... from the curated ``[context]`` vocabularies;
+4. interface names: entry point, field and file names from ``[names]``.
+
+The template's trusted ``generator.py`` (loaded from its path, never imported as a package) turns
+the parameters and names into the example data and the test cases. Hidden cases and references
+never go into ``participant_files``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import pprint
+import random
+import re
+import string
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from evaluation.bank import BankError
+from evaluation.spec import Compare, Instance, TemplateSpec, TestCase
+
+MAX_SEED = 2**63 - 1
+TASK_DATA_FILE = "task_data.json"
+SUBMIT_FILE = "submit"
+REFERENCE_KINDS = ("efficient", "naive")
+_FIXED_FILES = {
+    "README.md": "README.md.tmpl",
+    "solution.py": "starter/solution.py.tmpl",
+    "test_visible.py": "visible/test_visible.py.tmpl",
+}
+_RESERVED = {*_FIXED_FILES, TASK_DATA_FILE, SUBMIT_FILE, "references"}
+_CASE_KEYS = {"name", "kind", "category", "args", "kwargs", "expected", "visible"}
+_CASE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")
+SUBMIT_SCRIPT = """#!/bin/sh
+# Submission helper for this task.
+#
+# Work is submitted from the study platform: use the Submit button next to the editor.
+# This script does not upload anything yet; it is kept so the workspace layout stays stable.
+echo "To submit, use the Submit button on the study platform; nothing was uploaded."
+exit 0
+"""
+_generators: dict[tuple[str, str], ModuleType] = {}
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted, compact, UTF-8 JSON: the form every hash in the engine is taken over."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def case_record(case: TestCase) -> dict[str, Any]:
+    """A case as plain JSON data (no copying: ``dataclasses.asdict`` deep-copies big inputs)."""
+    return {
+        "name": case.name,
+        "kind": case.kind,
+        "category": case.category,
+        "args": case.args,
+        "kwargs": case.kwargs,
+        "expected": case.expected,
+        "visible": case.visible,
+    }
+
+
+def _is_flat(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(not isinstance(v, list | dict) for v in value)
+    if isinstance(value, dict):
+        return all(not isinstance(v, list | dict) for v in value.values())
+    return True
+
+
+def pretty_json(value: Any, indent: int = 0) -> str:
+    """Indented JSON that keeps flat lists and records (rows, ids, small dicts) on one line."""
+    if _is_flat(value):
+        return json.dumps(value, ensure_ascii=False)
+    pad = " " * (indent + 2)
+    if isinstance(value, list):
+        items = [pad + pretty_json(item, indent + 2) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+    items = [
+        f"{pad}{json.dumps(key, ensure_ascii=False)}: {pretty_json(item, indent + 2)}"
+        for key, item in value.items()
+    ]
+    return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+
+
+def _rng(template: TemplateSpec, seed: int, *parts: str) -> random.Random:
+    return random.Random(":".join([f"{template.slug}@{template.version}#{seed}", *parts]))
+
+
+def choose_params(template: TemplateSpec, seed: int) -> dict[str, Any]:
+    """Technical parameters, one RNG per parameter, within the declared ranges."""
+    params: dict[str, Any] = {}
+    for name, spec in sorted(template.raw["params"].items()):
+        rng = _rng(template, seed, "params", name)
+        if spec["type"] == "choice":
+            params[name] = rng.choice(spec["choices"])
+        elif spec["type"] == "int":
+            step = spec.get("step", 1)
+            params[name] = spec["min"] + step * rng.randrange(
+                (spec["max"] - spec["min"]) // step + 1
+            )
+        else:
+            value = rng.uniform(float(spec["min"]), float(spec["max"]))
+            params[name] = round(value, spec.get("decimals", 3))
+    return params
+
+
+def choose_constraint(
+    template: TemplateSpec, seed: int, mapping: dict[str, str] | None = None
+) -> dict[str, str]:
+    """One validated constraint; its text may use params, names and context placeholders."""
+    item = _rng(template, seed, "constraint").choice(template.raw["constraints"])
+    text = _substitute(item["text"].strip(), mapping or {}, f"constraint {item['id']}")
+    return {"id": item["id"], "text": text}
+
+
+def choose_context(
+    template: TemplateSpec, seed: int, mapping: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Contextual variables; entries may use ``${key}`` of other context keys, params and names."""
+    raw: dict[str, str] = {}
+    for key, entries in sorted(template.raw["context"].items()):
+        entry = _rng(template, seed, "context", key).choice(entries)
+        if isinstance(entry, str):
+            raw[key] = entry.strip()
+        else:
+            raw[key] = entry["name"]
+            raw.update({f"{key}_{sub}": v for sub, v in entry.items() if sub != "name"})
+    scope = {**(mapping or {}), **raw}
+    return {key: _substitute(value, scope, f"context.{key}") for key, value in raw.items()}
+
+
+def choose_names(template: TemplateSpec, seed: int) -> dict[str, str]:
+    return {
+        key: _rng(template, seed, "names", key).choice(choices)
+        for key, choices in sorted(template.raw["names"].items())
+    }
+
+
+def _substitute(text: str, mapping: dict[str, str], where: str) -> str:
+    try:
+        return string.Template(text).substitute(mapping)
+    except KeyError as exc:
+        raise BankError(f"{where}: placeholder '{exc.args[0]}' has no value.") from exc
+    except ValueError as exc:
+        raise BankError(f"{where}: malformed $-placeholder ({exc}).") from exc
+
+
+def load_generator(template: TemplateSpec) -> ModuleType:
+    """The template's ``generator.py``, loaded from its path (cached per content hash)."""
+    key = (str(template.path), template.content_hash)
+    if key not in _generators:
+        path = template.path / "generator.py"
+        module_name = (
+            f"_haieval_bank_{template.slug.replace('-', '_')}_{template.content_hash[:12]}"
+        )
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise BankError(f"{path}: cannot be loaded as a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        previous, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # keep the bank clean
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.dont_write_bytecode = previous
+        if not callable(getattr(module, "generate", None)):
+            raise BankError(f"{path}: does not define generate(params, names, rng).")
+        compare = getattr(module, "compare", None)
+        if compare is not None and not callable(compare):
+            raise BankError(f"{path}: 'compare' must be a function.")
+        _generators[key] = module
+    return _generators[key]
+
+
+def _json_value(value: Any, where: str) -> Any:
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise BankError(f"{where}: is not JSON-serialisable ({exc}).") from exc
+
+
+def _case(raw: object, index: int, where: str) -> tuple[TestCase, bytes]:
+    """Validate one generated case; returns it with its canonical JSON (reused for hashing)."""
+    at = f"{where}: case {index}"
+    if not isinstance(raw, dict) or not {"name", "kind", "category", "args", "expected"} <= set(
+        raw
+    ):
+        raise BankError(f"{at} needs name, kind, category, args and expected.")
+    if set(raw) - _CASE_KEYS:
+        raise BankError(f"{at} has unknown keys {sorted(set(raw) - _CASE_KEYS)}.")
+    name, kind, visible = raw["name"], raw["kind"], raw.get("visible", False)
+    if not isinstance(name, str) or not _CASE_NAME_RE.match(name):
+        raise BankError(f"{at} has a missing or malformed name {name!r}.")
+    if kind not in ("functional", "performance"):
+        raise BankError(f"{at} has kind {kind!r}, not functional or performance.")
+    if not isinstance(visible, bool) or (visible and kind != "functional"):
+        raise BankError(f"{at} may be visible only if it is a functional case.")
+    if not isinstance(raw["category"], str) or not raw["category"]:
+        raise BankError(f"{at} needs a non-empty category.")
+    if not isinstance(raw["args"], list) or not isinstance(raw.get("kwargs", {}), dict):
+        raise BankError(f"{at} needs a list of args and a dict of kwargs.")
+    record = {**raw, "kwargs": raw.get("kwargs", {}), "visible": visible}
+    try:
+        encoded = canonical_json(record)
+    except (TypeError, ValueError) as exc:
+        raise BankError(f"{at} is not JSON-serialisable ({exc}).") from exc
+    data = json.loads(encoded)
+    case = TestCase(
+        name=name,
+        kind=kind,
+        category=data["category"],
+        args=data["args"],
+        kwargs=data["kwargs"],
+        expected=data["expected"],
+        visible=visible,
+    )
+    return case, encoded
+
+
+def _cases(raw_cases: object, where: str) -> tuple[list[TestCase], list[bytes]]:
+    if not isinstance(raw_cases, list) or not raw_cases:
+        raise BankError(f"{where}: 'cases' must be a non-empty list.")
+    pairs = [_case(raw, index, where) for index, raw in enumerate(raw_cases)]
+    cases = [case for case, _ in pairs]
+    names = [c.name for c in cases]
+    if len(set(names)) != len(names):
+        raise BankError(f"{where}: case names must be unique.")
+    if not any(c.visible for c in cases) or all(c.visible for c in cases):
+        raise BankError(f"{where}: needs at least one visible and one hidden case.")
+    return cases, [encoded for _, encoded in pairs]
+
+
+def instance_hash(
+    participant_files: dict[str, str], references: dict[str, str], encoded_cases: list[bytes]
+) -> str:
+    """sha256 of canonical_json({"cases", "participant_files", "references"}), built in pieces."""
+    digest = hashlib.sha256(b'{"cases":[')
+    for index, encoded in enumerate(encoded_cases):
+        digest.update(b"," + encoded if index else encoded)
+    digest.update(b'],"participant_files":' + canonical_json(participant_files))
+    digest.update(b',"references":' + canonical_json(references) + b"}")
+    return digest.hexdigest()
+
+
+def _visible_literal(cases: list[TestCase]) -> str:
+    visible = [
+        {"name": c.name, "args": c.args, "kwargs": c.kwargs, "expected": c.expected}
+        for c in cases
+        if c.visible
+    ]
+    return pprint.pformat(visible, width=96, sort_dicts=True)
+
+
+def _render_file(template: TemplateSpec, relative: str, mapping: dict[str, str]) -> str:
+    path = template.path / relative
+    return _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
+
+
+def _shipped_files(template: TemplateSpec, mapping: dict[str, str]) -> dict[str, str]:
+    """Legacy code and data under ``files/``: paths always rendered, ``*.tmpl`` contents too."""
+    root = template.path / "files"
+    out: dict[str, str] = {}
+    if not root.is_dir():
+        return out
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts:
+            continue
+        relative = _substitute(path.relative_to(root).as_posix(), mapping, str(path))
+        if path.suffix == ".tmpl":
+            relative = relative.removesuffix(".tmpl")
+            text = _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
+        else:
+            text = path.read_text(encoding="utf-8")
+        parts = relative.split("/")
+        if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or parts[0] in _RESERVED:
+            raise BankError(
+                f"{path}: renders to the unsafe or reserved workspace path {relative!r}."
+            )
+        if relative in out:
+            raise BankError(f"{path}: renders to {relative!r}, which another file also uses.")
+        out[relative] = text
+    return out
+
+
+def instantiate(template: TemplateSpec, seed: int) -> Instance:
+    """Render ``template`` for ``seed``; the same (slug, version, seed) gives the same instance."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise BankError(f"Seed {seed!r} is not an integer in [0, 2**63 - 1].")
+    params = choose_params(template, seed)
+    names = choose_names(template, seed)
+    scope = {**{key: str(value) for key, value in params.items()}, **names}
+    context = choose_context(template, seed, scope)
+    constraint = choose_constraint(template, seed, {**scope, **context})
+    generator = load_generator(template)
+    where = str(template.path / "generator.py")
+    produced = generator.generate(dict(params), dict(names), _rng(template, seed, "cases"))
+    if not isinstance(produced, dict) or set(produced) != {"task_data", "cases"}:
+        raise BankError(f"{where}: generate() must return a dict with task_data and cases.")
+    task_data = _json_value(produced["task_data"], f"{where}: task_data")
+    cases, encoded_cases = _cases(produced["cases"], where)
+
+    mapping: dict[str, str] = {
+        "slug": template.slug,
+        "title": template.title,
+        "version": template.version,
+        "seed": str(seed),
+        "track": template.track,
+        "difficulty": template.difficulty,
+        "time_limit_min": str(template.time_limit_min),
+        "constraint_id": constraint["id"],
+        "constraint_text": constraint["text"],
+        "visible_cases": _visible_literal(cases),
+        "task_data_example": pretty_json(task_data),
+        "task_data_file": TASK_DATA_FILE,
+        **scope,
+        **context,
+    }
+    files = {
+        target: _render_file(template, source, mapping) for target, source in _FIXED_FILES.items()
+    }
+    files[TASK_DATA_FILE] = pretty_json(task_data) + "\n"
+    files[SUBMIT_FILE] = SUBMIT_SCRIPT
+    files.update(_shipped_files(template, mapping))
+    references = {
+        kind: _render_file(template, f"references/{kind}.py.tmpl", mapping)
+        for kind in REFERENCE_KINDS
+    }
+    participant_files = dict(sorted(files.items()))
+    digest = instance_hash(participant_files, references, encoded_cases)
+    compare: Compare | None = getattr(generator, "compare", None)
+    return Instance(
+        template=template,
+        seed=seed,
+        params=params,
+        constraint=constraint,
+        context=context,
+        names=names,
+        participant_files=participant_files,
+        references=references,
+        cases=cases,
+        content_hash=digest,
+        compare=compare,
+    )
+
+
+def evaluation_record(instance: Instance) -> dict[str, Any]:
+    """What a grader needs besides the participant's files: identity, names and every case."""
+    template = instance.template
+    return {
+        "template": template.slug,
+        "version": template.version,
+        "template_hash": template.content_hash,
+        "seed": instance.seed,
+        "instance_hash": instance.content_hash,
+        "entry_point": instance.entry_point,
+        "names": instance.names,
+        "params": instance.params,
+        "constraint": instance.constraint,
+        "limits": {"cpu_s": template.cpu_s, "mem_mib": template.mem_mib},
+        "compare": "generator.compare" if instance.compare is not None else "json-equality",
+        "cases": [case_record(c) for c in instance.cases],
+    }
+
+
+def write_instance(instance: Instance, out_dir: Path, with_references: bool) -> list[Path]:
+    """Write the participant files (and ``references/`` only if asked); returns the paths."""
+    files = dict(instance.participant_files)
+    if with_references:
+        files.update({f"references/{k}.py": v for k, v in instance.references.items()})
+    written: list[Path] = []
+    for relative, text in sorted(files.items()):
+        path = out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        path.chmod(0o755 if relative == SUBMIT_FILE else 0o644)
+        written.append(path)
+    return written

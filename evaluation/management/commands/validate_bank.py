@@ -1,0 +1,120 @@
+"""``manage.py validate_bank [--seeds 20] [--template SLUG ...]``: prove every template works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from evaluation.bank import BankError, list_templates, load_template
+from evaluation.calibration import perf_fingerprint
+from evaluation.grading import grade_functional
+from evaluation.instantiate import instantiate
+from evaluation.management.commands._common import open_sandbox, usage_error
+from evaluation.sandbox.base import Sandbox
+from evaluation.services import GradingUnavailable, grade_instance
+from evaluation.spec import Instance, TemplateSpec
+
+
+class Command(BaseCommand):
+    help = (
+        "For every template and seed: the instance renders; the starter fails; the efficient "
+        "reference passes everything; the naive reference passes every functional test and "
+        "fails efficiency; instances differ across seeds. Exit 1 on any failure."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--seeds", type=int, default=20, help="Seeds 1..N per template.")
+        parser.add_argument("--template", action="append", help="Only this slug (repeatable).")
+        parser.add_argument(
+            "--efficiency-seeds", type=int, default=3,
+            help="Calibrate and check efficiency on the first N seeds (each calibration takes "
+            "tens of seconds); functional checks run on every seed.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["seeds"] < 2:
+            raise usage_error("--seeds must be at least 2, to compare instances across seeds.")
+        try:
+            templates = (
+                [load_template(s) for s in options["template"]]
+                if options["template"]
+                else list_templates()
+            )
+        except BankError as exc:
+            raise usage_error(str(exc)) from exc
+        sandbox = open_sandbox()
+        failures: list[str] = []
+        self.efficiency_seeds = options["efficiency_seeds"]
+        for template in templates:
+            problems = self.validate(template, options["seeds"], sandbox)
+            status = "ok" if not problems else f"{len(problems)} problem(s)"
+            self.stdout.write(f"{template.slug} {template.version}: {status}")
+            for problem in problems:
+                self.stdout.write(f"  - {problem}")
+            failures.extend(f"{template.slug}: {p}" for p in problems)
+        if failures:
+            raise CommandError(f"{len(failures)} problem(s) in the bank; see above.", returncode=1)
+        self.stdout.write(f"All {len(templates)} template(s) valid over {options['seeds']} seeds.")
+
+    def validate(self, template: TemplateSpec, seeds: int, sandbox: Sandbox) -> list[str]:
+        problems: list[str] = []
+        instances: list[Instance] = []
+        for seed in range(1, seeds + 1):
+            try:
+                instances.append(instantiate(template, seed))
+            except Exception as exc:  # report every rendering failure, keep checking
+                problems.append(f"seed {seed} does not render: {exc}")
+        if problems:
+            return problems
+        if len({i.content_hash for i in instances}) != len(instances):
+            problems.append("two seeds render identical instances")
+        if len({i.participant_files["README.md"] for i in instances}) != len(instances):
+            problems.append("two seeds render the same README")
+        checked_efficiency: set[str] = set()
+        for instance in instances:
+            problems.extend(self.validate_instance(instance, sandbox, checked_efficiency))
+        return problems
+
+    def validate_instance(
+        self, instance: Instance, sandbox: Sandbox, checked_efficiency: set[str]
+    ) -> list[str]:
+        seed = instance.seed
+        problems = []
+        starter = instance.participant_files["solution.py"].encode()
+        rows, _ = grade_functional(instance, starter, sandbox=sandbox)
+        if all(r["verdict"] == "OK" for r in rows):
+            problems.append(f"seed {seed}: the starter passes every functional test")
+        for label in ("efficient", "naive"):
+            rows, _ = grade_functional(
+                instance, instance.references[label].encode(), sandbox=sandbox
+            )
+            bad = [
+                f"{r['name']} {r['verdict']} {r['message']}" for r in rows if r["verdict"] != "OK"
+            ]
+            if bad:
+                problems.append(f"seed {seed}: the {label} reference fails {'; '.join(bad[:3])}")
+        fingerprint = perf_fingerprint(instance)
+        if fingerprint in checked_efficiency or seed > self.efficiency_seeds:
+            return problems
+        # Efficiency depends only on the performance inputs: check it once per distinct set.
+        checked_efficiency.add(fingerprint)
+        try:
+            efficient = grade_instance(
+                instance, instance.references["efficient"].encode(), sandbox=sandbox
+            )
+            naive = grade_instance(instance, instance.references["naive"].encode(), sandbox=sandbox)
+        except GradingUnavailable as exc:
+            return [*problems, f"seed {seed}: {exc}"]
+        if not efficient["overall_pass"]:
+            failed = [t["name"] for t in efficient["tests"] if t["verdict"] != "OK"]
+            problems.append(
+                f"seed {seed}: the efficient reference does not pass overall "
+                f"(failed {failed}, efficiency {efficient['efficiency']})"
+            )
+        if naive["efficiency"]["time_ok"]:
+            problems.append(
+                f"seed {seed}: the naive reference passes the efficiency check "
+                f"(ratio {naive['efficiency']['time_ratio']})"
+            )
+        return problems

@@ -1,0 +1,304 @@
+"""The harness: runs INSIDE the sandbox as ``/usr/bin/python3 -I -S -B /sandbox/harness.py``.
+
+Standard library only. Standard input is one JSON object (the request); exactly one JSON line is
+written on the ORIGINAL standard output. Before any participant code runs, fd 1 is pointed at
+fd 2, so the solution's ``print`` output goes to standard error and cannot corrupt the reply.
+
+The solution runs in the main thread (so ``signal.signal`` works for it) with a recursion limit
+of 10 000; the runner gives the process a 64 MiB stack (``RLIMIT_STACK``), enough for that depth
+even through C-level recursion, so deep recursion ends in a clean ``RecursionError``.
+
+Mode ``call``::
+
+    {"mode": "call", "module_file": "/sandbox/solution.py", "entry": "two_sum",
+     "args": [...], "kwargs": {...}}
+    -> {"ok": true, "result": <json>}
+    -> {"ok": false, "error": "<code>", "message": "<one line for the participant>"}
+
+Mode ``unittest``::
+
+    {"mode": "unittest", "test_file": "/sandbox/test_visible.py"}
+    (run from /sandbox, read-only, with /sandbox on sys.path)
+    -> unittest's verbose text output, then
+       {"ok": true, "tests_run": n, "failures": f, "errors": e, "skipped": s}
+
+Error codes: ``BadRequest``, ``EncodingError``, ``SyntaxError``, ``MissingEntryPoint``,
+``Exception`` (raised by the solution at import or call time), ``RecursionError``,
+``MemoryError``, ``NotSerializable``, ``Exit`` (the solution raised ``SystemExit``).
+
+Exit status is 0 whenever a reply was written, except for resource exhaustion, which the runner
+turns into a verdict: ``MemoryError`` exits 1 with ``MemoryError`` on standard error (MLE), and
+``OSError`` EFBIG/ENOSPC exits 1 with the error text on standard error (FSIZE).
+
+Paths under ``/sandbox/`` are resolved relative to this file's directory, so the unsafe backend
+can run the same harness from a temporary directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from importlib.machinery import ModuleSpec, SourceFileLoader
+
+# Every import here is paid on every run: no `typing`, `contextlib` or `importlib.util` (each
+# costs several ms of start-up), and annotations are never evaluated.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType, TracebackType
+    from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECURSION_LIMIT = 10_000  # the runner sets RLIMIT_STACK to 64 MiB: RecursionError, no SIGSEGV
+MESSAGE_MAX = 300
+RESOURCE_ERRNOS = (errno.EFBIG, errno.ENOSPC)
+OUT_OF_MEMORY = "MemoryError: the solution ran out of memory"
+
+
+def _no_default(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class _ScanContext:
+    """The attributes the C scanner reads (what json.JSONDecoder() would hold)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": -float("inf")}.get
+
+
+try:  # the C accelerator json itself uses: the `json` package costs ~10 ms (re, enum) per run
+    import _json
+
+    _SCANNER = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+
+    def json_loads(text: str) -> Any:
+        text = text.strip()
+        try:
+            value, end = _SCANNER(text, 0)
+        except StopIteration:  # what the scanner raises for invalid JSON
+            raise ValueError("invalid JSON") from None
+        if end != len(text):
+            raise ValueError("extra data after the JSON value")
+        return value
+
+    def json_dumps(value: object, default: Callable[[object], object] = _no_default) -> str:
+        encoder = _json.make_encoder(
+            {}, default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True
+        )
+        return "".join(encoder(value, 0))
+
+except (ImportError, AttributeError, TypeError):  # another interpreter: the plain module
+    import json
+
+    json_loads = json.loads  # type: ignore[assignment]
+
+    def json_dumps(value: object, default: Callable[[object], object] = _no_default) -> str:
+        return json.dumps(value, default=default)
+
+
+class HarnessError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Unserialisable(Exception):
+    pass
+
+
+def _resolve(path: object) -> str:
+    if not isinstance(path, str) or not path:
+        raise HarnessError("BadRequest", "the request names no file")
+    if path.startswith("/sandbox/"):
+        return os.path.join(HERE, path[len("/sandbox/") :])
+    return path
+
+
+def _short(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 3] + "..."
+
+
+def _where(tb: TracebackType | None, files: tuple[str, ...], with_name: bool) -> str:
+    found = ""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename in files:
+            name = os.path.basename(filename)
+            found = f" ({name}, line {tb.tb_lineno})" if with_name else f" (line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return found
+
+
+def describe(exc: BaseException, files: tuple[str, ...], with_name: bool = False) -> str:
+    """One short line a participant understands, e.g. ``ValueError: bad (line 3)``."""
+    name = type(exc).__name__
+    if isinstance(exc, SyntaxError):
+        where = os.path.basename(exc.filename or "")
+        loc = f" ({where}, line {exc.lineno})" if with_name and where else f" (line {exc.lineno})"
+        return _short(f"{name}: {exc.msg}") + (loc if exc.lineno else "")
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        text = ""
+    head = _short(f"{name}: {text}" if text else name)
+    return head + _where(exc.__traceback__, files, with_name)
+
+
+def load_module(path: str, name: str) -> ModuleType:
+    """Import ``path`` as module ``name``; source must be UTF-8."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise HarnessError("BadRequest", f"cannot read {os.path.basename(path)}: {exc}") from None
+    try:
+        source = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        message = (
+            f"{os.path.basename(path)} is not valid UTF-8 "
+            f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        )
+        raise HarnessError("EncodingError", message) from None
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise HarnessError("SyntaxError", describe(exc, (path,))) from None
+    except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
+        raise HarnessError("SyntaxError", _short(f"SyntaxError: {exc}")) from None
+    # What importlib.util.spec_from_file_location + module_from_spec produce, without the import.
+    loader = SourceFileLoader(name, path)
+    spec = ModuleSpec(name, loader, origin=path)
+    spec.has_location = True
+    module = type(sys)(name)
+    module.__spec__, module.__loader__, module.__file__ = spec, loader, path
+    sys.modules[name] = module
+    exec(code, module.__dict__)  # noqa: S102 - running the solution is the point, sandboxed
+    return module
+
+
+def _fail(code: str, message: str) -> str:
+    return json_dumps({"ok": False, "error": code, "message": message}) + "\n"
+
+
+def _json_default(value: object) -> object:
+    raise _Unserialisable(type(value).__name__)
+
+
+def do_call(request: dict[str, Any]) -> str:
+    path = _resolve(request.get("module_file", "/sandbox/solution.py"))
+    entry = request.get("entry")
+    args = request.get("args", [])
+    kwargs = request.get("kwargs", {})
+    if not isinstance(entry, str) or not isinstance(args, list) or not isinstance(kwargs, dict):
+        return _fail("BadRequest", "the request needs 'entry' (str), 'args' (list), 'kwargs'")
+    module = load_module(path, "solution")
+    function = getattr(module, entry, None)
+    if function is None:
+        return _fail("MissingEntryPoint", f"solution.py defines no function named {entry!r}")
+    if not callable(function):
+        return _fail("MissingEntryPoint", f"{entry!r} in solution.py is not a function")
+    result = function(*args, **kwargs)
+    try:
+        return '{"ok": true, "result": ' + json_dumps(result, _json_default) + "}\n"
+    except _Unserialisable as exc:
+        message = f"{entry}() returned a value containing a {exc}, which is not JSON serialisable"
+    except (TypeError, ValueError, RecursionError) as exc:
+        message = f"{entry}() returned a value that is not JSON serialisable ({_short(str(exc))})"
+    return _fail("NotSerializable", message)
+
+
+def do_unittest(request: dict[str, Any], result_fd: int) -> str:
+    import unittest
+
+    path = _resolve(request.get("test_file"))
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    os.chdir(HERE)  # as a participant runs them: relative reads (task_data.json) work
+    name = os.path.splitext(os.path.basename(path))[0]
+    module = load_module(path, name)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    with open(result_fd, "w", encoding="utf-8", errors="replace", closefd=False) as stream:
+        outcome = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
+        stream.flush()
+    counts = {
+        "ok": True,
+        "tests_run": outcome.testsRun,
+        "failures": len(outcome.failures),
+        "errors": len(outcome.errors),
+        "skipped": len(outcome.skipped),
+    }
+    return json_dumps(counts) + "\n"
+
+
+def handle(request: object, result_fd: int) -> tuple[str, str]:
+    """Return (reply line, stderr note); a non-empty note means "exit 1 with this on stderr"."""
+    if not isinstance(request, dict) or request.get("mode") not in ("call", "unittest"):
+        return _fail("BadRequest", "the request must be a JSON object with mode call|unittest"), ""
+    named = [_resolve(request[key]) for key in ("module_file", "test_file") if key in request]
+    files = (*named, os.path.join(HERE, "solution.py"))
+    unittest_mode = request["mode"] == "unittest"
+    try:
+        if unittest_mode:
+            return do_unittest(request, result_fd), ""
+        return do_call(request), ""
+    except HarnessError as exc:
+        return _fail(exc.code, exc.message), ""
+    except MemoryError:
+        return _fail("MemoryError", OUT_OF_MEMORY), "MemoryError"
+    except RecursionError as exc:
+        return _fail("RecursionError", describe(exc, files, unittest_mode)), ""
+    except SystemExit as exc:
+        return _fail("Exit", f"the solution called exit({exc.code!r})"), ""
+    except SyntaxError as exc:  # raised while the test module imports the solution
+        return _fail("SyntaxError", describe(exc, files, unittest_mode)), ""
+    except BaseException as exc:
+        message = describe(exc, files, unittest_mode)
+        note = message if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS else ""
+        return _fail("Exception", message), note
+
+
+def main() -> None:
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        raw = sys.stdin.buffer.read()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        try:
+            request = json_loads(raw.decode("utf-8") or "null")
+        except ValueError:
+            request = None
+        sys.setrecursionlimit(RECURSION_LIMIT)
+        line, note = handle(request, result_fd)
+    except MemoryError:
+        line, note = _fail("MemoryError", OUT_OF_MEMORY), "MemoryError"
+    _finish(result_fd, line, note)
+
+
+def _finish(result_fd: int, line: str, note: str) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 - contextlib costs start-up time
+            stream.flush()
+        except Exception:  # noqa: S110 - the solution may have closed or replaced it
+            pass
+    try:
+        data = memoryview(line.encode("utf-8"))
+        while data:
+            data = data[os.write(result_fd, data) :]
+        if note:
+            os.write(2, f"\n{note}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+    os._exit(1 if note else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""The trusted runner: runs a batch of programs, each in a fresh sandboxed process.
+
+Started by a backend as ``/usr/bin/python3 -I -S -B evaluation/runner/runner.py`` (stdlib only,
+never the project's venv: the runner must stay small because its RSS is the floor of every
+child's ``ru_maxrss``, notes/sandbox.md §4 pitfall 1). Not imported by Django.
+
+Protocol (version 1). Standard input (or the file after ``--batch``) is one JSON object::
+
+    {"protocol": 1, "mode": "bwrap" | "unsafe" | "docker",
+     "specs": [{"files": {"solution.py": "<base64>", ...}, "argv": ["python3", ...],
+                "stdin": "<base64>", "cpu_s": 2.0, "wall_s": 5.0, "mem_mib": 512,
+                "fsize_mib": 8, "nproc": 16, "out_cap": 1000000, "tmpfs_mib": 16}, ...]}
+
+``wall_s`` is the effective wall limit (the backend resolves 0). An optional top-level
+``"tmp_parent"`` names where run directories are created (default ``/tmp``). Standard output is
+one JSON line::
+
+    {"protocol": 1, "runner_version": "...", "python": "3.11.2", "mode": "bwrap", "uid": 65534,
+     "results": [{"status": "OK", "exit_code": 0, "signal": null, "cpu_s": 0.03,
+                  "wall_s": 0.04, "peak_rss_kib": 10240, "stdout": "<base64>",
+                  "stderr_tail": "...", "detail": "", "extra": {...}}, ...]}
+
+or, when the batch itself cannot run, ``{"protocol": 1, "error": "<one sentence>"}`` and exit 2.
+
+Per run (mode ``bwrap``): a fresh 0700 RUNDIR holds the spec's files, which are bound read-only
+at ``/sandbox/<name>``; bwrap gets a seccomp denylist (``seccomp_bpf.py``), a size-limited
+``/tmp`` and ``prlimit --nproc`` inside the user namespace; ``supervise.py`` watches CPU, wall and
+output from outside and SIGKILLs the program (never bwrap) on overrun. If started as root, the
+runner first drops to uid/gid 65534 with ``no_new_privs``, so no sandboxed code runs as root.
+Mode ``unsafe`` runs the same programs with rlimits only (NOT a sandbox, developer machines);
+mode ``docker`` runs inside a throw-away container as root and drops each child to 65534.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import os
+import resource
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evaluation.runner import seccomp_bpf, supervise
+else:  # siblings, found through the line above (no `typing` import: it costs RSS)
+    import seccomp_bpf
+    import supervise
+
+RUNNER_VERSION = "1.0"
+PROTOCOL = 1
+SANDBOX_UID = 65534
+MIB = 1024 * 1024
+AS_GRACE_MIB = 128  # interpreter, stack, allocator slack (MLE is judged on peak RSS)
+STACK_MIB = 64
+BWRAP = "/usr/bin/bwrap"
+PRLIMIT = "/usr/bin/prlimit"
+SYSTEM_BIN = "/usr/bin"
+MODES = ("bwrap", "unsafe", "docker")
+SANDBOX_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "MALLOC_ARENA_MAX": "1",  # no 64 MiB address-space reservation per thread
+}
+STATUS_FD, SECCOMP_FD = 4, 3
+SANDBOX_TMP = "/tmp"  # noqa: S108 - inside the sandbox: its own size-limited tmpfs
+SANDBOX_SHM = "/dev/shm"  # noqa: S108 - likewise, 1 MiB
+HOST_TMP = "/tmp"  # noqa: S108 - parent of the 0700 run directories (mkdir, random name)
+# How bwrap, prlimit and our own fork report that the program itself never started. A solution
+# could print these too; it then only earns retries of its own SANDBOX_ERROR.
+LAUNCH_ERRORS = ("bwrap: ", "prlimit: failed to execute", "runner: cannot start")
+
+
+class BatchError(Exception):
+    """The batch cannot run at all; reported as ``{"error": ...}``."""
+
+
+class Spec:
+    """One validated entry of ``specs`` (see the module docstring)."""
+
+    def __init__(self, raw: object) -> None:
+        if not isinstance(raw, dict):
+            raise BatchError("every spec must be a JSON object")
+        try:
+            self.files = {_check_name(k): base64.b64decode(v) for k, v in raw["files"].items()}
+            self.argv = [str(a) for a in raw["argv"]]
+            self.stdin = base64.b64decode(raw.get("stdin", ""))
+            self.cpu_s, self.wall_s = float(raw["cpu_s"]), float(raw["wall_s"])
+            self.mem_mib, self.fsize_mib = int(raw["mem_mib"]), int(raw["fsize_mib"])
+            self.nproc, self.out_cap = int(raw["nproc"]), int(raw["out_cap"])
+            self.tmpfs_mib = int(raw.get("tmpfs_mib", 16))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BatchError(f"a spec is malformed ({exc!r})") from None
+        if not self.argv:
+            raise BatchError("a spec has an empty argv")
+
+    def rlimits(self, nproc: int | None = None) -> list[tuple[int, int]]:
+        limits = [
+            (resource.RLIMIT_CPU, math.ceil(self.cpu_s) + 1),
+            (resource.RLIMIT_AS, (self.mem_mib + AS_GRACE_MIB) * MIB),
+            (resource.RLIMIT_FSIZE, self.fsize_mib * MIB),
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_NOFILE, 64),
+            (resource.RLIMIT_STACK, STACK_MIB * MIB),  # deep recursion: RecursionError first
+        ]
+        if nproc is not None:
+            limits.append((resource.RLIMIT_NPROC, nproc))
+        return limits
+
+
+def _check_name(name: str) -> str:
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise BatchError(f"invalid file name {name!r}: files must have flat names")
+    return name
+
+
+def _resolve_argv(argv: list[str], root: str) -> list[str]:
+    """``python3`` means the sandbox's interpreter; ``/sandbox/x`` maps to ``root/x``."""
+    out = [a if not a.startswith("/sandbox/") else os.path.join(root, a[9:]) for a in argv]
+    if out[0] in ("python3", "python"):
+        out[0] = sys.executable  # the runner is started with the sandbox's interpreter
+    elif "/" not in out[0]:
+        out[0] = os.path.join(SYSTEM_BIN, out[0])
+    return out
+
+
+def _write_files(files: dict[str, bytes], directory: str) -> list[str]:
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    written: list[str] = []
+    try:
+        for name, data in files.items():
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(_check_name(name), flags, 0o444, dir_fd=dfd)
+            written.append(name)
+            with open(fd, "wb") as handle:
+                handle.write(data)
+    finally:
+        os.close(dfd)
+    return written
+
+
+def _remove_files(names: list[str], directory: str) -> None:
+    """Unlink exactly the names we created (the sandbox could not add or replace any)."""
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def _bwrap_argv(spec: Spec, rundir: str, names: list[str]) -> list[str]:
+    argv = [BWRAP, "--json-status-fd", str(STATUS_FD), "--unshare-all", "--unshare-user"]
+    argv += ["--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+    argv += ["--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    argv += ["--hostname", "sandbox", "--clearenv"]
+    for key, value in SANDBOX_ENV.items():
+        argv += ["--setenv", key, value]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for top in ("lib", "lib64", "bin", "sbin"):
+        if os.path.islink("/" + top):
+            argv += ["--symlink", os.readlink("/" + top), "/" + top]
+        elif os.path.isdir("/" + top):
+            argv += ["--ro-bind", "/" + top, "/" + top]
+    tmpfs = spec.tmpfs_mib * MIB
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(MIB), "--tmpfs", SANDBOX_SHM]
+    argv += ["--remount-ro", "/dev", "--size", str(tmpfs), "--tmpfs", SANDBOX_TMP]
+    for name in names:
+        argv += ["--ro-bind", os.path.join(rundir, name), "/sandbox/" + name]
+    argv += ["--remount-ro", "/", "--chdir", SANDBOX_TMP, "--seccomp", str(SECCOMP_FD), "--"]
+    argv += [PRLIMIT, f"--nproc={spec.nproc}", "--"]
+    return argv + _resolve_argv(spec.argv, "/sandbox")
+
+
+def _make_rundir(parent: str) -> str:
+    path = os.path.join(parent, "haieval-run-" + os.urandom(8).hex())
+    os.mkdir(path, 0o700)
+    return path
+
+
+def _count_processes(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat("/proc/" + entry).st_uid == uid
+    return count
+
+
+def run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[str, object]:
+    """Run one spec; a host-side failure (disk full, no fds) is that spec's SANDBOX_ERROR."""
+    try:
+        return _run_spec(mode, spec, seccomp, tmp_parent)
+    except OSError as exc:
+        return {
+            "status": "SANDBOX_ERROR", "exit_code": None, "signal": None, "cpu_s": 0.0,
+            "wall_s": 0.0, "peak_rss_kib": 0, "stdout": "", "stderr_tail": "",
+            "detail": f"The runner could not prepare the run ({exc}).", "extra": {},
+        }  # fmt: skip
+
+
+def _run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[str, object]:
+    rundir = _make_rundir(tmp_parent) if mode != "docker" else "/sandbox"
+    names: list[str] = []
+    try:
+        if mode == "bwrap":
+            names = _write_files(spec.files, rundir)
+            seccomp_r, seccomp_w = os.pipe()
+            os.write(seccomp_w, seccomp)
+            os.close(seccomp_w)
+            status_r, status_w = os.pipe()
+            fds = {SECCOMP_FD: seccomp_r, STATUS_FD: status_w}
+            argv = _bwrap_argv(spec, rundir, names)
+            launch = supervise.Launch(argv, {}, spec.stdin, spec.rlimits(), extra_fds=fds,
+                                      status_fd=status_r)  # fmt: skip
+        elif mode == "unsafe":
+            box, work = os.path.join(rundir, "sandbox"), os.path.join(rundir, "tmp")
+            os.mkdir(box, 0o700)
+            os.mkdir(work, 0o700)
+            names = _write_files(spec.files, box)
+            nproc = _count_processes(os.getuid()) + spec.nproc
+            env = dict(SANDBOX_ENV, HOME=work, TMPDIR=work)
+            launch = supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
+                                      spec.rlimits(nproc), cwd=work, no_new_privs=True,
+                                      kill_group=True)  # fmt: skip
+        else:
+            names = _write_files(spec.files, rundir)
+            launch = supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), dict(SANDBOX_ENV),
+                                      spec.stdin, spec.rlimits(), cwd=SANDBOX_TMP,
+                                      drop_to=SANDBOX_UID, kill_group=True)  # fmt: skip
+        outcome = supervise.run(launch, spec.cpu_s, spec.wall_s, spec.out_cap)
+    finally:
+        if mode == "unsafe":
+            import shutil
+
+            shutil.rmtree(rundir, ignore_errors=True)  # fd-based: never follows symlinks
+        elif mode == "docker":
+            _remove_files(names, rundir)
+            _docker_wipe()
+        else:
+            _remove_files(names, rundir)
+            os.rmdir(rundir)
+    return classify(outcome, spec, mode)
+
+
+def _docker_wipe() -> None:
+    """Kill every process of the sandbox uid and empty /tmp, as that uid (docker mode)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            supervise.drop_privileges(SANDBOX_UID)
+            os.kill(-1, 9)
+            import shutil
+
+            for entry in os.listdir(SANDBOX_TMP):
+                path = os.path.join(SANDBOX_TMP, entry)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def classify(outcome: supervise.Outcome, spec: Spec, mode: str) -> dict[str, object]:
+    """Map how the process ended to a verdict (notes/sandbox.md §4)."""
+    tail = outcome.stderr_tail.decode("utf-8", "replace")
+    last = tail[-600:]
+    detail = ""
+    if not outcome.started or (outcome.exit_code != 0 and tail.startswith(LAUNCH_ERRORS)):
+        status = "SANDBOX_ERROR"
+        detail = "The sandbox failed to start the program: " + (tail.strip()[:300] or "no output")
+    elif outcome.killed == "output":
+        status, detail = "OLE", f"Output exceeded {spec.out_cap} bytes and was cut off."
+    elif outcome.killed == "cpu" or outcome.cpu_s > spec.cpu_s:
+        status, detail = "TLE_CPU", f"CPU time exceeded {spec.cpu_s:g} s."
+    elif outcome.killed == "wall":
+        status, detail = "TLE_WALL", f"Wall-clock time exceeded {spec.wall_s:g} s."
+    elif outcome.signal == 9 and mode != "unsafe":
+        status, detail = "MLE", "Killed by SIGKILL from outside the sandbox (out of memory)."
+    elif outcome.peak_rss_kib > spec.mem_mib * 1024 or (
+        outcome.exit_code == 1 and "MemoryError" in last
+    ):
+        status, detail = "MLE", f"Memory use exceeded {spec.mem_mib} MiB."
+    elif outcome.signal == 25 or (
+        outcome.exit_code not in (0, None)
+        and ("File too large" in last or "No space left on device" in last)
+    ):
+        status, detail = "FSIZE", f"A file or /tmp grew beyond its limit ({spec.fsize_mib} MiB)."
+    elif outcome.exit_code == 0:
+        status = "OK"
+    else:
+        status = "RE"
+        detail = f"Killed by signal {outcome.signal}." if outcome.signal else ""
+    extra: dict[str, object] = {
+        "stdout_bytes": outcome.out_bytes,
+        "stderr_bytes": outcome.err_bytes,
+    }
+    if mode == "docker":  # container-wide high-water mark (cgroup v2), for cross-checking
+        try:
+            with open("/sys/fs/cgroup/memory.peak", "rb") as handle:
+                extra["cgroup_memory_peak_kib"] = int(handle.read()) // 1024
+        except (OSError, ValueError):
+            pass
+    return {
+        "status": status,
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "cpu_s": round(outcome.cpu_s, 6),
+        "wall_s": round(outcome.wall_s, 6),
+        "peak_rss_kib": outcome.peak_rss_kib,
+        "stdout": base64.b64encode(outcome.stdout).decode("ascii"),
+        "stderr_tail": tail,
+        "detail": detail,
+        "extra": extra,
+    }
+
+
+def _validate(batch: object) -> tuple[str, list[Spec], str]:
+    if not isinstance(batch, dict) or batch.get("protocol") != PROTOCOL:
+        raise BatchError(f"the batch is not a protocol {PROTOCOL} JSON object")
+    mode, specs = batch.get("mode"), batch.get("specs")
+    if mode not in MODES or not isinstance(specs, list):
+        raise BatchError(f"the batch needs mode in {MODES} and a list of specs")
+    return str(mode), [Spec(raw) for raw in specs], str(batch.get("tmp_parent", HOST_TMP))
+
+
+def main(argv: list[str]) -> int:
+    envelope: dict[str, object] = {"protocol": PROTOCOL}
+    try:
+        if len(argv) == 2 and argv[0] == "--batch":
+            with open(argv[1], "rb") as handle:
+                raw = handle.read()
+        else:
+            raw = sys.stdin.buffer.read()
+        try:
+            batch = json.loads(raw)
+        except ValueError:
+            raise BatchError("the batch is not valid JSON") from None
+        mode, specs, tmp_parent = _validate(batch)
+        if mode != "docker" and os.geteuid() == 0:
+            supervise.drop_privileges(SANDBOX_UID)
+        supervise.die_with_parent()  # after the uid change, which clears it
+        os.chdir("/")
+        seccomp = seccomp_bpf.build_filter() if mode == "bwrap" else b""
+        results = [run_spec(mode, spec, seccomp, tmp_parent) for spec in specs]
+    except (BatchError, OSError, ValueError, TypeError, KeyError) as exc:
+        if not isinstance(exc, BatchError):
+            import traceback
+
+            traceback.print_exc()  # standard error: the backend logs it
+        envelope["error"] = f"The runner could not run the batch: {exc}"
+        sys.stdout.write(json.dumps(envelope) + "\n")
+        return 2
+    envelope.update(
+        runner_version=RUNNER_VERSION,
+        python=".".join(map(str, sys.version_info[:3])),
+        mode=mode,
+        uid=os.getuid(),
+        results=results,
+    )
+    sys.stdout.write(json.dumps(envelope) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,140 @@
+"""Sandboxed execution of untrusted code: backend selection and harness helpers.
+
+``get_sandbox()`` picks the backend from the Django setting ``EVALUATION_SANDBOX_BACKEND``
+(``"bwrap"`` by default, ``"docker"``, or ``"unsafe"`` for developer machines). Given a ``name``
+it works without Django settings, so the engine also runs from plain Python (LLM runs).
+
+``call_spec`` / ``unittest_spec`` build a :class:`RunSpec` that runs a solution through the
+harness (``evaluation/runner/harness.py``); ``parse_reply`` reads the harness's JSON line.
+Compare outputs on the host: the sandbox never sees expected results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox, SandboxUnavailable
+
+__all__ = [
+    "BACKENDS",
+    "RunResult",
+    "RunSpec",
+    "RunStatus",
+    "Sandbox",
+    "SandboxUnavailable",
+    "call_spec",
+    "get_sandbox",
+    "harness_source",
+    "parse_reply",
+    "unittest_spec",
+]
+
+BACKENDS = ("bwrap", "docker", "unsafe")
+DEFAULT_BACKEND = "bwrap"
+HARNESS_FILE = Path(__file__).resolve().parent.parent / "runner" / "harness.py"
+HARNESS_ARGV = ("python3", "-I", "-S", "-B", "/sandbox/harness.py")
+
+
+def _configured_backend() -> str:
+    from django.conf import settings
+
+    try:
+        return str(getattr(settings, "EVALUATION_SANDBOX_BACKEND", DEFAULT_BACKEND))
+    except ImproperlyConfigured:  # plain Python, no settings: the safe default
+        return DEFAULT_BACKEND
+
+
+def get_sandbox(name: str | None = None) -> Sandbox:
+    """The backend called ``name``, else the one ``EVALUATION_SANDBOX_BACKEND`` names.
+
+    Raises ``SandboxUnavailable`` when the backend cannot run here and ``ImproperlyConfigured``
+    for an unknown name or a forbidden choice. Never falls back to another backend.
+    """
+    chosen = name if name is not None else _configured_backend()
+    if chosen == "bwrap":
+        from evaluation.sandbox.bwrap import LocalBwrapBackend
+
+        return LocalBwrapBackend()
+    if chosen == "docker":
+        from evaluation.sandbox.docker import DockerBackend
+
+        return DockerBackend()
+    if chosen == "unsafe":
+        from evaluation.sandbox.unsafe import UnsafeRlimitBackend
+
+        return UnsafeRlimitBackend(explicitly_named=True)
+    raise ImproperlyConfigured(
+        f"Unknown sandbox backend {chosen!r}; EVALUATION_SANDBOX_BACKEND must be one of "
+        + ", ".join(BACKENDS)
+        + "."
+    )
+
+
+@functools.cache
+def harness_source() -> bytes:
+    return HARNESS_FILE.read_bytes()
+
+
+def _source(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def call_spec(
+    solution: str | bytes,
+    entry: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    **limits: Any,
+) -> RunSpec:
+    """One call of ``entry(*args, **kwargs)`` in ``solution.py``; ``limits``: RunSpec fields."""
+    request = {
+        "mode": "call",
+        "module_file": "/sandbox/solution.py",
+        "entry": entry,
+        "args": args,
+        "kwargs": kwargs or {},
+    }
+    files = {"harness.py": harness_source(), "solution.py": _source(solution)}
+    return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
+
+
+def unittest_spec(
+    solution: str | bytes,
+    tests: str | bytes,
+    test_name: str = "test_visible.py",
+    **limits: Any,
+) -> RunSpec:
+    """Run a unittest module against ``solution.py`` (both at ``/sandbox``)."""
+    request = {"mode": "unittest", "test_file": f"/sandbox/{test_name}"}
+    files = {
+        "harness.py": harness_source(),
+        "solution.py": _source(solution),
+        test_name: _source(tests),
+    }
+    return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
+
+
+def parse_reply(result: RunResult) -> dict[str, Any]:
+    """The harness's reply (last stdout line); ``output`` holds any text before it.
+
+    A run that printed no reply (killed, ``os._exit``, over a limit) gives
+    ``{"ok": False, "error": "NoResult"|<status>, "message": ...}``.
+    """
+    text = result.stdout.decode("utf-8", "replace")
+    head, _, last = text.rstrip("\n").rpartition("\n")
+    try:
+        reply = json.loads(last) if last.strip() else None
+    except ValueError:
+        reply = None
+    if isinstance(reply, dict) and isinstance(reply.get("ok"), bool):
+        reply["output"] = head
+        return reply
+    if result.status != RunStatus.OK:
+        return {"ok": False, "error": result.status.value, "message": result.detail, "output": text}
+    message = "the program ended without returning a result"
+    return {"ok": False, "error": "NoResult", "message": message, "output": text}

@@ -1,0 +1,74 @@
+"""Plain data types shared by the bank loader, instantiation, grading and calibration.
+
+No Django imports here: the engine works from the CLI and for LLM runs as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+TestKind = Literal["functional", "performance"]
+Compare = Callable[[Any, Any], tuple[bool, str]]
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One call of the entry point with JSON arguments and the expected JSON result.
+
+    ``visible`` cases are the ones the participant also has (README example, task_data.json,
+    visible tests); all others are hidden and never leave the server. ``category`` is what a
+    participant may see of a hidden test (e.g. ``edge``, ``random``, ``scale``).
+    """
+
+    name: str
+    kind: TestKind
+    category: str
+    args: list[Any]
+    expected: Any
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    visible: bool = False
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """A validated ``template.toml`` plus where its files live."""
+
+    slug: str
+    title: str
+    version: str
+    track: Literal["SDE", "MLE", "DS"]
+    difficulty: Literal["easy", "medium", "hard"]
+    time_limit_min: int
+    path: Path
+    content_hash: str  # sha256 over every file of the template directory
+    cpu_s: float  # hard per-test CPU cap before calibration tightens it
+    mem_mib: int
+    raw: dict[str, Any]  # the parsed TOML, for the instantiation tools
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A template rendered for one seed by the four tools. Deterministic in (version, seed)."""
+
+    template: TemplateSpec
+    seed: int
+    params: dict[str, Any]  # technical parameters
+    constraint: dict[str, str]  # the chosen implementation constraint (id, text)
+    context: dict[str, str]  # company, role, scenario, ...
+    names: dict[str, str]  # interface names; names["entry_point"] is the function graded
+    participant_files: dict[str, str]  # relative path -> text, what the participant gets
+    references: dict[str, str]  # "efficient" / "naive" -> rendered source
+    cases: list[TestCase]  # visible + hidden functional + performance
+    content_hash: str  # sha256 over participant files, references and cases
+    compare: Compare | None = None  # template-specific comparison, else JSON equality
+
+    @property
+    def entry_point(self) -> str:
+        return self.names["entry_point"]
+
+    @property
+    def hidden_cases(self) -> list[TestCase]:
+        return [c for c in self.cases if not c.visible]

@@ -1,0 +1,66 @@
+"""Shared, expensive fixtures for grading tests: a real bubblewrap sandbox and one calibration
+per template, measured once per test session (no database needed)."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+import pytest
+
+from evaluation.calibration import CalibrationResult, calibrate
+from evaluation.grading import CanaryDrift, grade
+from evaluation.instances import get_instance
+from evaluation.sandbox import get_sandbox
+from evaluation.sandbox.base import Sandbox, SandboxUnavailable
+from evaluation.spec import Instance
+
+CHEAP_TEMPLATE = "sde-binary-palindromes"
+
+
+@cache
+def real_sandbox() -> Sandbox:
+    return get_sandbox("bwrap")
+
+
+def sandbox_or_skip() -> Sandbox:
+    try:
+        sandbox = real_sandbox()
+        works, detail = sandbox.self_test()
+    except SandboxUnavailable as exc:
+        works, detail = False, str(exc)
+    if not works:
+        if os.environ.get("REQUIRE_SERVICES") == "1":
+            pytest.fail(f"bubblewrap sandbox required but unavailable: {detail}")
+        pytest.skip(f"bubblewrap sandbox unavailable: {detail}")
+    return real_sandbox()
+
+
+_calibrations: dict[tuple[str, int], CalibrationResult] = {}
+
+
+def calibration_for(slug: str, seed: int = 1, *, fresh: bool = False) -> CalibrationResult:
+    key = (slug, seed)
+    if fresh or key not in _calibrations:
+        _calibrations[key] = calibrate(get_instance(slug, seed), real_sandbox(), rounds=3)
+    return _calibrations[key]
+
+
+def grade_like_the_service(instance: Instance, source: bytes, **kwargs: Any) -> dict[str, Any]:
+    """grade() with the services' rule: when the canary drifted, recalibrate once and retry."""
+    try:
+        return grade(
+            instance,
+            source,
+            sandbox=real_sandbox(),
+            calibration=calibration_for(instance.template.slug),
+            **kwargs,
+        )
+    except CanaryDrift:
+        fresh = calibration_for(instance.template.slug, fresh=True)
+        return grade(instance, source, sandbox=real_sandbox(), calibration=fresh, **kwargs)
+
+
+def instance(slug: str = CHEAP_TEMPLATE, seed: int = 1) -> Instance:
+    return get_instance(slug, seed)

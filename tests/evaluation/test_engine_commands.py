@@ -1,0 +1,105 @@
+"""The engine's CLI: evaluate, calibrate, validate_bank — exit codes and output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from evaluation.calibration import perf_fingerprint
+from evaluation.models import Calibration
+from evaluation.services import record_template
+from tests.evaluation.grading_fixtures import calibration_for, instance, sandbox_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored_calibration() -> None:
+    sandbox = sandbox_or_skip()
+    inst = instance()
+    result = calibration_for(inst.template.slug)
+    Calibration.objects.create(
+        template=record_template(inst.template),
+        perf_fingerprint=perf_fingerprint(inst),
+        host_fingerprint=sandbox.fingerprint(),
+        backend=sandbox.name,
+        status=Calibration.Status.VALID,
+        message=result.message,
+        data=result.to_json(),
+    )
+
+
+def test_evaluate_prints_a_json_report_and_exits_0_for_a_failing_solution(
+    tmp_path: Path, stored_calibration: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = instance()
+    solution = tmp_path / "solution.py"
+    solution.write_text(inst.participant_files["solution.py"])
+    call_command(
+        "evaluate",
+        "--template",
+        inst.template.slug,
+        "--seed",
+        "1",
+        "--solution",
+        str(solution),
+        "--json",
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall_pass"] is False
+    assert report["template"]["slug"] == inst.template.slug
+
+
+def test_evaluate_prints_a_readable_table(
+    tmp_path: Path, stored_calibration: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = instance()
+    solution = tmp_path / "solution.py"
+    solution.write_text(inst.references["efficient"])
+    call_command(
+        "evaluate", "--template", inst.template.slug, "--seed", "1", "--solution", str(solution)
+    )
+    out = capsys.readouterr().out
+    assert "overall pass: yes" in out
+    assert "efficiency: time ratio" in out
+
+
+def run_manage(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HAIEVAL_VAR_DIR": str(ROOT / "var" / "test-cli")},
+    )
+
+
+def test_unknown_template_exits_2_with_one_sentence() -> None:
+    result = run_manage(
+        "evaluate", "--template", "no-such-task", "--seed", "1", "--solution", "manage.py"
+    )
+    assert result.returncode == 2
+    assert "no-such-task" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_solution_file_exits_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="does not exist") as excinfo:
+        call_command(
+            "evaluate",
+            "--template",
+            instance().template.slug,
+            "--seed",
+            "1",
+            "--solution",
+            str(tmp_path / "nope.py"),
+        )
+    assert excinfo.value.returncode == 2

@@ -1,0 +1,97 @@
+"""A stored submission is graded by the Celery task (eager here), idempotently, with progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evaluation import services, signals
+from evaluation.calibration import perf_fingerprint
+from evaluation.models import Calibration, Evaluation
+from evaluation.tasks import grade_submission
+from tests.evaluation.grading_fixtures import calibration_for, instance, sandbox_or_skip
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def stored_calibration() -> Calibration:
+    """Store the session's calibration so services reuse it instead of measuring again."""
+    sandbox = sandbox_or_skip()
+    inst = instance()
+    result = calibration_for(inst.template.slug)
+    return Calibration.objects.create(
+        template=services.record_template(inst.template),
+        perf_fingerprint=perf_fingerprint(inst),
+        host_fingerprint=sandbox.fingerprint(),
+        backend=sandbox.name,
+        status=Calibration.Status.VALID,
+        message=result.message,
+        data=result.to_json(),
+    )
+
+
+def test_submission_is_graded_once_with_progress(stored_calibration: Calibration) -> None:
+    inst = instance()
+    seen: list[tuple[int, int]] = []
+    finished: list[str] = []
+
+    def on_progress(sender: Any, evaluation_id: int, done: int, total: int, **_: Any) -> None:
+        seen.append((done, total))
+
+    def on_finished(sender: Any, evaluation_id: int, status: str, **_: Any) -> None:
+        finished.append(status)
+
+    signals.evaluation_progress.connect(on_progress)
+    signals.evaluation_finished.connect(on_finished)
+    try:
+        evaluation = services.submit_solution(
+            template_slug=inst.template.slug,
+            seed=inst.seed,
+            source=inst.references["efficient"].encode(),
+            source_label="bot:efficient",
+            duration_s=900,
+        )
+    finally:
+        signals.evaluation_progress.disconnect(on_progress)
+        signals.evaluation_finished.disconnect(on_finished)
+
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.DONE
+    report = evaluation.report
+    assert report is not None
+    assert report["overall_pass"] is True
+    assert report["calibration"]["id"] == stored_calibration.pk
+    assert report["completion_time_s"] == 900
+    assert evaluation.tests_done == evaluation.tests_total == len(inst.cases)
+    assert seen
+    assert seen[-1] == (len(inst.cases), len(inst.cases))
+    assert finished == ["done"]
+    assert Calibration.objects.count() == 1  # reused, not measured again
+
+    # A second delivery of the same task changes nothing.
+    again = grade_submission.delay(evaluation.pk).get()
+    assert again["skipped"] is True
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.DONE
+
+
+def test_submission_bytes_are_stored_immutably_with_their_hash(
+    stored_calibration: Calibration,
+) -> None:
+    inst = instance()
+    source = inst.participant_files["solution.py"].encode()
+    evaluation = services.submit_solution(
+        template_slug=inst.template.slug,
+        seed=inst.seed,
+        source=source,
+        source_label="participant",
+        enqueue=False,
+    )
+    submission = evaluation.submission
+    import hashlib
+
+    assert bytes(submission.source) == source
+    assert submission.sha256 == hashlib.sha256(source).hexdigest()
+    assert evaluation.status == Evaluation.Status.QUEUED
