@@ -15,6 +15,12 @@ class StudyConfig(AppConfig):
 
         post_migrate.connect(_sync_groups, sender=self, dispatch_uid="study-sync-groups")
 
+        # A typed consent name is personal data: it goes to the encrypted vault only.
+        from study import consent
+        from study.vault.services import add_typed_consent_name
+
+        consent.typed_name_sink = add_typed_consent_name
+
 
 def _sync_groups(sender: AppConfig, **kwargs: Any) -> None:
     from study.roles import sync_researcher_group

@@ -12,7 +12,46 @@ from django.db import transaction
 RESEARCHER_GROUP = "researcher"
 
 # "app_label.codename" of every permission researchers hold.
-RESEARCHER_PERMISSIONS: tuple[str, ...] = ("study.view_user",)
+RESEARCHER_PERMISSIONS: tuple[str, ...] = (
+    "study.view_user",
+    # Study configuration (researchers only see studies they are on; see study.access).
+    *(
+        f"study.{verb}_{model}"
+        for verb in ("view", "add", "change")
+        for model in (
+            "study",
+            "track",
+            "arm",
+            "taskpoolentry",
+            "consentform",
+            "questionnaire",
+            "questionnaireversion",
+            "item",
+        )
+    ),
+    *(f"study.{verb}_{model}" for verb in ("view", "add", "change") for model in ("participant",)),
+    "study.view_configsnapshot",
+    "study.view_consentevent",
+    "study.view_response",
+    "study.view_answer",
+    "study.delete_track",
+    "study.delete_arm",
+    "study.delete_taskpoolentry",
+    "study.delete_item",
+    # The evaluation engine's records.
+    *(
+        f"evaluation.view_{model}"
+        for model in (
+            "tasktemplate",
+            "taskinstance",
+            "calibration",
+            "submission",
+            "evaluation",
+        )
+    ),
+)
+# Reading the vault (contact and compensation data) is deliberately NOT here: give
+# "study.view_vault" to the study coordinator only.
 
 
 def sync_researcher_group(using: str = "default") -> Group:

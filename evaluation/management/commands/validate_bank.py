@@ -27,7 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, default=20, help="Seeds 1..N per template.")
         parser.add_argument("--template", action="append", help="Only this slug (repeatable).")
         parser.add_argument(
-            "--efficiency-seeds", type=int, default=3,
+            "--efficiency-seeds",
+            type=int,
+            default=3,
             help="Calibrate and check efficiency on the first N seeds (each calibration takes "
             "tens of seconds); functional checks run on every seed.",
         )

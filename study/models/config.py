@@ -1,0 +1,234 @@
+"""Study configuration: what researchers set up in the admin, and its frozen snapshots."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft (being configured)"
+        RECRUITING = "recruiting", "Recruiting"
+        CLOSED = "closed", "Closed"
+
+    class ReleasePolicy(models.TextChoices):
+        IMMEDIATELY = "immediately", "Immediately after grading"
+        AFTER_SESSION = "after_session", "After the participant's session ends"
+        STUDY_END = "study_end", "When the study is closed"
+        NEVER = "never", "Never (researchers only)"
+
+    class WithdrawalPolicy(models.TextChoices):
+        KEEP = "keep", "Keep data collected so far"
+        DELETE = "delete", "Delete the participant's research data"
+
+    slug = models.SlugField(unique=True, help_text="Short id used in links and exports.")
+    title = models.CharField(max_length=200)
+    description = models.TextField(
+        blank=True, help_text="Shown to participants on the welcome page."
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
+    contact = models.CharField(
+        max_length=300, blank=True, help_text="How participants reach the research team."
+    )
+    # Session plan
+    sessions = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1), MaxValueValidator(4)]
+    )
+    trials_per_session = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1), MaxValueValidator(6)]
+    )
+    gap_hours = models.PositiveSmallIntegerField(
+        default=24, help_text="Hours between the end of one session and the start of the next."
+    )
+    window_hours = models.PositiveSmallIntegerField(
+        default=2, help_text="The next session may start this many hours before or after the gap."
+    )
+    # Instruments
+    consent_form = models.ForeignKey(
+        "study.ConsentForm",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The consent version participants must accept now. Changing it asks active "
+        "participants to consent again.",
+    )
+    screening = models.ForeignKey(
+        "study.QuestionnaireVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Pre-study screening questionnaire (decides the track).",
+    )
+    post_trial = models.ForeignKey(
+        "study.QuestionnaireVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Asked after every trial.",
+    )
+    post_study = models.ForeignKey(
+        "study.QuestionnaireVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Asked once after the last trial.",
+    )
+    track_item_key = models.CharField(
+        max_length=60,
+        default="track_preference",
+        blank=True,
+        help_text="Screening item whose answer (a track code) decides the track; empty: the "
+        "least-filled track.",
+    )
+    # Policies
+    report_release = models.CharField(
+        max_length=16, choices=ReleasePolicy.choices, default=ReleasePolicy.AFTER_SESSION
+    )
+    withdrawal_policy = models.CharField(
+        max_length=8, choices=WithdrawalPolicy.choices, default=WithdrawalPolicy.KEEP
+    )
+    replace_session2_no_shows = models.BooleanField(
+        default=True,
+        help_text="Release the plan of a participant who misses session 2 so a newcomer gets it.",
+    )
+    target_participants = models.PositiveIntegerField(default=45)
+    overbooking = models.PositiveIntegerField(
+        default=5, help_text="Participants assigned beyond the target before assignment stops."
+    )
+    recruitment_token = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Set to enable the public recruitment link /study/join/<token>/; empty disables.",
+    )
+    recruitment_id_param = models.CharField(
+        max_length=40,
+        default="PROLIFIC_PID",
+        blank=True,
+        help_text="URL parameter of the recruitment link with an external id (kept in the vault).",
+    )
+    config_version = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Newest configuration snapshot version."
+    )
+    researchers = models.ManyToManyField(
+        "study.User",
+        blank=True,
+        related_name="studies",
+        help_text="Researchers who may see and manage this study (superusers see every study).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        permissions = [("view_vault", "Can read the contact and compensation vault")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def total_trials(self) -> int:
+        return self.sessions * self.trials_per_session
+
+
+class Track(models.Model):
+    class Code(models.TextChoices):
+        SDE = "SDE", "Software development engineering"
+        MLE = "MLE", "Machine learning engineering"
+        DS = "DS", "Data science"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tracks")
+    code = models.CharField(max_length=3, choices=Code.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "code"], name="uniq_track_per_study")
+        ]
+        ordering = ["code"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.code}"
+
+
+class Arm(models.Model):
+    """A condition: a named setting of the work environment."""
+
+    class AIMode(models.TextChoices):
+        NONE = "none", "No AI"
+        INLINE = "inline", "Inline completions"
+        CHAT = "chat", "Chat"
+        INLINE_CHAT = "inline_chat", "Inline completions and chat"
+        FEEDBACK = "feedback", "Feedback only (ELABORATION protocol)"
+
+    class IDE(models.TextChoices):
+        BROWSER = "browser", "In-browser editor"
+        CODESPACES = "codespaces", "GitHub Codespaces"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="arms")
+    condition = models.CharField(
+        max_length=1, help_text="Letter used in condition sequences: A = no AI, B = AI."
+    )
+    name = models.CharField(max_length=100)
+    ai_mode = models.CharField(max_length=12, choices=AIMode.choices, default=AIMode.NONE)
+    ide = models.CharField(max_length=12, choices=IDE.choices, default=IDE.BROWSER)
+    time_limit_min = models.PositiveSmallIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
+    model = models.CharField(max_length=100, blank=True, help_text="LLM model name for AI arms.")
+    token_cap = models.PositiveIntegerField(
+        default=100_000, help_text="Maximum LLM tokens per trial (prompt + completion)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "condition"], name="uniq_arm_condition"),
+        ]
+        ordering = ["condition"]
+
+    def __str__(self) -> str:
+        return f"{self.condition}: {self.name}"
+
+    @property
+    def has_ai(self) -> bool:
+        return self.ai_mode != self.AIMode.NONE
+
+
+class TaskPoolEntry(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="pool")
+    track = models.ForeignKey(Track, on_delete=models.CASCADE, related_name="pool")
+    template_slug = models.SlugField(max_length=100, help_text="A template from the task bank.")
+    difficulty = models.CharField(max_length=6, editable=False, help_text="From the template.")
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "track", "template_slug"], name="uniq_pool_template"
+            )
+        ]
+        verbose_name_plural = "task pool entries"
+
+    def __str__(self) -> str:
+        return f"{self.template_slug} ({self.difficulty})"
+
+
+class ConfigSnapshot(models.Model):
+    """The configuration as participants saw it; frozen and hashed. Never edited."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="snapshots")
+    version = models.PositiveIntegerField()
+    content = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "version"], name="uniq_snapshot_version")
+        ]
+        ordering = ["-version"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} v{self.version} ({self.sha256[:10]})"

@@ -1,0 +1,55 @@
+"""Checks of a study's configuration before recruitment opens, in words a researcher can act on."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from study.models import Study
+
+
+def configuration_problems(study: Study) -> list[str]:
+    from evaluation.bank import BankError, load_template
+
+    problems: list[str] = []
+    tracks = list(study.tracks.all())
+    arms = list(study.arms.all())
+    if not tracks:
+        problems.append("Add at least one track (SDE, MLE or DS).")
+    letters = sorted(a.condition for a in arms)
+    if len(arms) < 2:
+        problems.append("Add two arms: condition A (no AI) and condition B (an AI mode).")
+    elif study.trials_per_session % len(arms):
+        problems.append(
+            f"Each session must hold every condition equally often: {study.trials_per_session} "
+            f"trials per session cannot be split over {len(arms)} arms ({', '.join(letters)})."
+        )
+    by_letter = {a.condition: a for a in arms}
+    if "A" in by_letter and by_letter["A"].has_ai:
+        problems.append("Arm A is the no-AI condition: set its AI mode to 'No AI'.")
+    if "B" in by_letter and not by_letter["B"].has_ai:
+        problems.append("Arm B is the AI condition: give it an AI mode other than 'No AI'.")
+    needed = study.total_trials
+    active = Counter(e.track_id for e in study.pool.filter(active=True))
+    for track in tracks:
+        if active[track.pk] < needed:
+            problems.append(
+                f"The {track.code} task pool has {active[track.pk]} active task(s), but each "
+                f"participant needs {needed} different tasks ({study.sessions} sessions x "
+                f"{study.trials_per_session} trials)."
+            )
+    for entry in study.pool.all():
+        try:
+            load_template(entry.template_slug)
+        except BankError as exc:
+            problems.append(f"Pool entry {entry.template_slug}: {exc}")
+    for field, label in (
+        ("consent_form", "a consent form"),
+        ("screening", "a screening questionnaire"),
+        ("post_trial", "a post-trial questionnaire"),
+        ("post_study", "a post-study questionnaire"),
+    ):
+        if getattr(study, f"{field}_id") is None:
+            problems.append(f"Choose {label}.")
+    if study.window_hours >= study.gap_hours and study.sessions > 1:
+        problems.append("The session window must be shorter than the gap between sessions.")
+    return problems

@@ -1,0 +1,64 @@
+"""Helpers for participant-journey tests: a study on real bank templates and a logged-in client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.test import Client
+
+from config.celery_app import app as celery_app
+from study.accounts import create_participants
+from study.instruments import attach_default_instruments
+from study.models import Participant, Study
+from tests.factories import ResearcherFactory
+from tests.study.factories_study import make_study
+
+JOURNEY_TEMPLATES = [
+    ("sde-binary-palindromes", "easy"),
+    ("mle-palindromic-path", "medium"),
+    ("ds-window-top-segments", "hard"),
+    ("sde-clickomania", "hard"),
+]
+
+
+def journey_study(**fields: Any) -> Study:
+    fields.setdefault("status", Study.Status.RECRUITING)
+    fields.setdefault("report_release", Study.ReleasePolicy.IMMEDIATELY)
+    study = make_study(tracks=("SDE", "MLE"), templates=JOURNEY_TEMPLATES, **fields)
+    attach_default_instruments(study)
+    study.refresh_from_db()
+    return study
+
+
+def logged_in(study: Study) -> tuple[Client, Participant]:
+    """A new participant who followed their personal link (confirm page, then POST)."""
+    creator = ResearcherFactory.create()
+    account = create_participants(study, 1, created_by=creator)[0]
+    client = Client()
+    assert client.get(account.login_path).status_code == 200
+    response = client.post(account.login_path)
+    assert response.status_code == 302
+    return client, account.participant
+
+
+@contextmanager
+def grading_queued() -> Iterator[None]:
+    """Send grading tasks to an in-process broker instead of running them: the journey tests
+    check the flow, the evaluation tests check grading."""
+    saved = {k: celery_app.conf[k] for k in ("task_always_eager", "broker_url")}
+    _reset_pool()
+    celery_app.conf.update(task_always_eager=False, broker_url="memory://")
+    try:
+        yield
+    finally:
+        _reset_pool()
+        celery_app.conf.update(**saved)
+
+
+def _reset_pool() -> None:
+    """Forget the app's pools so the next send uses the configured broker (kombu keeps pools
+    per connection in its own registry, so nothing is closed here)."""
+    celery_app._pool = None  # type: ignore[attr-defined]
+    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]
