@@ -351,3 +351,25 @@ def report_released(trial: Trial, now: datetime) -> bool:
 
 def versions_answered(participant: Participant, version: QuestionnaireVersion) -> bool:
     return participant.responses.filter(version=version, trial__isnull=True).exists()
+
+
+MAX_DRAFT_BYTES = 256 * 1024
+
+
+@transaction.atomic
+def save_draft(trial: Trial, code: str, now: datetime) -> Trial:
+    """Autosave: keep the participant's latest code on the server (used for auto-submission at
+    the deadline, reload and a second device). Refused once the trial is closed."""
+    trial = Trial.objects.select_for_update().get(pk=trial.pk)
+    if trial.status != Trial.Status.ACTIVE:
+        raise TrialClosed("This trial is closed; changes are no longer saved.")
+    if trial.deadline is not None and now > trial.deadline:
+        close_overdue_trial(trial, now)
+        raise TrialClosed("The time for this trial ran out; your last saved code was submitted.")
+    if len(code.encode()) > MAX_DRAFT_BYTES:
+        raise ValueError(f"solution.py is larger than the {MAX_DRAFT_BYTES // 1024} KiB limit.")
+    trial.draft_code = code
+    trial.draft_saved_at = now
+    trial.save(update_fields=["draft_code", "draft_saved_at"])
+    Participant.objects.filter(pk=trial.participant_id).update(last_activity_at=now)
+    return trial

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
@@ -51,10 +51,19 @@ def current_step(participant: Participant) -> Step:
 
 def step_url(step: Step) -> str:
     if step.page == Page.TRIAL and step.trial is not None:
-        return reverse("study:trial", args=[step.trial.pk])
+        return trial_url(step.trial)
     if step.page == Page.POST_TRIAL and step.trial is not None:
         return reverse("study:post_trial", args=[step.trial.pk])
     return reverse(PAGE_URLS[step.page])
+
+
+def trial_url(trial: Trial) -> str:
+    """The trial's workspace: the in-browser IDE (``ide_bridge``), or the upload page when
+    that app is not installed. Resolved by URL name, so this app never imports it."""
+    try:
+        return reverse("ide_bridge:workspace", args=[trial.pk])
+    except NoReverseMatch:
+        return reverse("study:trial", args=[trial.pk])
 
 
 def _participant(request: HttpRequest) -> Participant:

@@ -178,6 +178,25 @@ class Arm(models.Model):
         default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
     model = models.CharField(max_length=100, blank=True, help_text="LLM model name for AI arms.")
+    ai_provider = models.CharField(
+        max_length=10, choices=[("demo", "Offline demo assistant"),
+                                ("openai", "OpenAI-compatible chat completions")],
+        default="demo",
+        help_text="Where AI requests go. The demo assistant works offline and says it is a demo.",
+    )
+    ai_base_url = models.URLField(
+        blank=True, help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1"
+    )
+    ai_api_key_env = models.CharField(
+        max_length=60, blank=True,
+        help_text="Name of the environment variable that holds the API key (the key itself is "
+        "never stored in the database).",
+    )
+    ai_stream_usage = models.BooleanField(
+        default=True,
+        help_text="Ask for token usage in streamed replies (stream_options.include_usage); "
+        "turn off for servers that reject it. Without it, tokens are estimated.",
+    )
     token_cap = models.PositiveIntegerField(
         default=100_000, help_text="Maximum LLM tokens per trial (prompt + completion)."
     )

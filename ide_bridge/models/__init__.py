@@ -1,0 +1,10 @@
+"""Models of the IDE bridge: access tokens, telemetry, AI requests, uploaded workspaces."""
+
+from __future__ import annotations
+
+from ide_bridge.models.ai import AIRequest
+from ide_bridge.models.access import TrialAccess
+from ide_bridge.models.telemetry import IntegrityFlag, TrialEvent
+from ide_bridge.models.uploads import WorkspaceUpload
+
+__all__ = ["AIRequest", "IntegrityFlag", "TrialAccess", "TrialEvent", "WorkspaceUpload"]
