@@ -1,6 +1,6 @@
 // Copy the front-end libraries installed by `npm ci` into static/vendor/ (git-ignored).
 // Run by `./dev` and the Dockerfile; nothing third-party is committed or loaded from a CDN.
-import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -17,7 +17,40 @@ const files = [
   ["bootstrap-icons/font/bootstrap-icons.min.css", "bootstrap-icons/bootstrap-icons.min.css"],
   ["bootstrap-icons/font/fonts", "bootstrap-icons/fonts"],
   ["htmx.org/dist/htmx.min.js", "htmx/htmx.min.js"],
+  // Monaco's AMD build (loader.js + require): the whole directory, because chunk names are
+  // content-hashed and change with every release. Its source maps are not shipped.
+  ["monaco-editor/min/vs", "monaco/vs"],
 ];
+
+// Directories whose sourcemap comments point at files we do not ship. Django's
+// ManifestStaticFilesStorage (and WhiteNoise's compressed variant) rewrites these comments and
+// fails on the missing .map files, so the comment lines are removed at copy time. The patterns
+// are the ones Django's storage looks for (whole lines only).
+const stripSourcemaps = ["monaco"];
+const SOURCEMAP_PATTERNS = {
+  ".js": /^\/\/# sourceMappingURL=.*$/gm,
+  ".css": /^\/\*#[ \t]sourceMappingURL=.*\*\/[ \t]*$/gm,
+};
+
+function stripDirectory(directory) {
+  let stripped = 0;
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) {
+      stripped += stripDirectory(path);
+      continue;
+    }
+    const extension = Object.keys(SOURCEMAP_PATTERNS).find((ext) => entry.name.endsWith(ext));
+    if (!extension) continue;
+    const text = readFileSync(path, "utf8");
+    const cleaned = text.replace(SOURCEMAP_PATTERNS[extension], "");
+    if (cleaned !== text) {
+      writeFileSync(path, cleaned);
+      stripped += 1;
+    }
+  }
+  return stripped;
+}
 
 rmSync(vendor, { recursive: true, force: true });
 for (const [src, dest] of files) {
@@ -30,4 +63,11 @@ for (const [src, dest] of files) {
   mkdirSync(dirname(to), { recursive: true });
   cpSync(from, to, { recursive: true });
 }
-console.log(`copy-vendor: ${files.length} entries copied into static/vendor/`);
+let stripped = 0;
+for (const directory of stripSourcemaps) {
+  stripped += stripDirectory(join(vendor, directory));
+}
+console.log(
+  `copy-vendor: ${files.length} entries copied into static/vendor/ ` +
+    `(sourcemap comments removed from ${stripped} files)`,
+);

@@ -15,7 +15,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html_join
 
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track, User
 from study.validation import configuration_problems
@@ -123,7 +123,7 @@ class StudyAdmin(admin.ModelAdmin):
             (reverse("admin:study_study_balance", args=[obj.pk]), "balance"),
             (reverse("admin:study_study_create_participants", args=[obj.pk]), "create accounts"),
         ]
-        return format_html(" · ".join(f'<a href="{url}">{label}</a>' for url, label in links))
+        return format_html_join(" · ", '<a href="{}">{}</a>', links)
 
     @admin.display(description="snapshots")
     def snapshot_list(self, obj: Study) -> str:

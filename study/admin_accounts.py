@@ -102,7 +102,7 @@ class ParticipantAdmin(admin.ModelAdmin):
         "ended_at",
     )
     readonly_fields = fields
-    actions = ["issue_login_links"]
+    actions = ["issue_login_links", "exclude_participants", "override_track"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
         return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
@@ -116,6 +116,22 @@ class ParticipantAdmin(admin.ModelAdmin):
     @admin.display(description="username", ordering="user__username")
     def username(self, obj: Participant) -> str:
         return obj.user.username
+
+    @admin.action(description="Exclude (with a reason)", permissions=["change"])
+    def exclude_participants(
+        self, request: HttpRequest, queryset: QuerySet[Participant]
+    ) -> HttpResponse | None:
+        from study.admin_participant_actions import exclude_action
+
+        return exclude_action(self, request, queryset)
+
+    @admin.action(description="Set the track (researcher override)", permissions=["change"])
+    def override_track(
+        self, request: HttpRequest, queryset: QuerySet[Participant]
+    ) -> HttpResponse | None:
+        from study.admin_participant_actions import override_track_action
+
+        return override_track_action(self, request, queryset)
 
     @admin.action(description="Issue a new login link", permissions=["change"])
     def issue_login_links(

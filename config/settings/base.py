@@ -250,3 +250,8 @@ CELERY_TASK_ROUTES = {"evaluation.grade_submission": {"queue": "judge"}}
 # Grading a submission runs many sandboxed processes; a stuck task is killed after this.
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
+CELERY_BEAT_SCHEDULE = {
+    # Trials are closed on the server at their deadline even when nobody is looking.
+    "close-overdue-trials": {"task": "study.close_overdue_trials", "schedule": 60.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -6,95 +6,237 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('study', '0003_arm_ai_api_key_env_arm_ai_base_url_arm_ai_provider_and_more'),
+        ("study", "0003_arm_ai_api_key_env_arm_ai_base_url_arm_ai_provider_and_more"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TrialAccess',
+            name="TrialAccess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token_sha256', models.CharField(help_text='Only the hash is kept.', max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trial', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='access', to='study.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "token_sha256",
+                    models.CharField(
+                        help_text="Only the hash is kept.", max_length=64, unique=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trial",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="access",
+                        to="study.trial",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AIRequest',
+            name="AIRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('suggestion_id', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('kind', models.CharField(choices=[('chat', 'Chat'), ('complete', 'Complete'), ('feedback', 'Feedback')], max_length=10)),
-                ('status', models.CharField(choices=[('ok', 'Ok'), ('error', 'Error'), ('refused', 'Refused')], default='ok', max_length=10)),
-                ('provider', models.CharField(max_length=20)),
-                ('model', models.CharField(blank=True, max_length=100)),
-                ('stage', models.CharField(blank=True, choices=[('comprehension', 'Comprehension'), ('planning', 'Planning'), ('coding', 'Coding'), ('debugging', 'Debugging')], max_length=15)),
-                ('messages', models.JSONField(default=list, help_text='What was sent (chat messages or prefix/suffix).')),
-                ('reply', models.TextField(blank=True)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('usage_source', models.CharField(choices=[('provider', 'Provider'), ('estimated', 'Estimated')], default='provider', max_length=10)),
-                ('finish_reason', models.CharField(blank=True, max_length=30)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('outcome', models.CharField(blank=True, choices=[('shown', 'Shown'), ('accepted', 'Accepted'), ('rejected', 'Rejected'), ('ignored', 'Ignored')], max_length=10)),
-                ('outcome_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ai_requests', to='study.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "suggestion_id",
+                    models.UUIDField(default=uuid.uuid4, editable=False, unique=True),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("chat", "Chat"),
+                            ("complete", "Complete"),
+                            ("feedback", "Feedback"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("ok", "Ok"), ("error", "Error"), ("refused", "Refused")],
+                        default="ok",
+                        max_length=10,
+                    ),
+                ),
+                ("provider", models.CharField(max_length=20)),
+                ("model", models.CharField(blank=True, max_length=100)),
+                (
+                    "stage",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("comprehension", "Comprehension"),
+                            ("planning", "Planning"),
+                            ("coding", "Coding"),
+                            ("debugging", "Debugging"),
+                        ],
+                        max_length=15,
+                    ),
+                ),
+                (
+                    "messages",
+                    models.JSONField(
+                        default=list, help_text="What was sent (chat messages or prefix/suffix)."
+                    ),
+                ),
+                ("reply", models.TextField(blank=True)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                (
+                    "usage_source",
+                    models.CharField(
+                        choices=[("provider", "Provider"), ("estimated", "Estimated")],
+                        default="provider",
+                        max_length=10,
+                    ),
+                ),
+                ("finish_reason", models.CharField(blank=True, max_length=30)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("shown", "Shown"),
+                            ("accepted", "Accepted"),
+                            ("rejected", "Rejected"),
+                            ("ignored", "Ignored"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("outcome_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ai_requests",
+                        to="study.trial",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['trial', 'created_at'],
-                'indexes': [models.Index(fields=['trial', 'kind'], name='airequest_trial_kind')],
+                "ordering": ["trial", "created_at"],
+                "indexes": [models.Index(fields=["trial", "kind"], name="airequest_trial_kind")],
             },
         ),
         migrations.CreateModel(
-            name='IntegrityFlag',
+            name="IntegrityFlag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('large_paste', 'Large paste from outside the editor'), ('long_blur', 'Long time away from the page'), ('ai_attempt', 'AI request in a no-AI arm')], max_length=20)),
-                ('detail', models.JSONField(default=dict)),
-                ('event_seq', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='flags', to='study.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("large_paste", "Large paste from outside the editor"),
+                            ("long_blur", "Long time away from the page"),
+                            ("ai_attempt", "AI request in a no-AI arm"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("detail", models.JSONField(default=dict)),
+                ("event_seq", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="flags",
+                        to="study.trial",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['trial', 'created_at'],
-                'indexes': [models.Index(fields=['trial', 'kind'], name='flag_trial_kind')],
+                "ordering": ["trial", "created_at"],
+                "indexes": [models.Index(fields=["trial", "kind"], name="flag_trial_kind")],
             },
         ),
         migrations.CreateModel(
-            name='TrialEvent',
+            name="TrialEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField(help_text='Client sequence number, from 1, no gaps.')),
-                ('kind', models.CharField(max_length=40)),
-                ('client_ts', models.BigIntegerField(help_text='Client clock, milliseconds since the epoch.')),
-                ('server_ts', models.DateTimeField(auto_now_add=True)),
-                ('payload', models.JSONField(default=dict)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='study.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "seq",
+                    models.PositiveIntegerField(
+                        help_text="Client sequence number, from 1, no gaps."
+                    ),
+                ),
+                ("kind", models.CharField(max_length=40)),
+                (
+                    "client_ts",
+                    models.BigIntegerField(help_text="Client clock, milliseconds since the epoch."),
+                ),
+                ("server_ts", models.DateTimeField(auto_now_add=True)),
+                ("payload", models.JSONField(default=dict)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="study.trial",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['trial', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('trial', 'seq'), name='uniq_event_seq')],
+                "ordering": ["trial", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("trial", "seq"), name="uniq_event_seq")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='WorkspaceUpload',
+            name="WorkspaceUpload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('sha256', models.CharField(max_length=64)),
-                ('archive', models.BinaryField(help_text='The archive exactly as received.')),
-                ('size', models.PositiveIntegerField()),
-                ('files', models.JSONField(help_text='Member names and sizes.')),
-                ('received_at', models.DateTimeField(auto_now_add=True)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='uploads', to='study.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("sha256", models.CharField(max_length=64)),
+                ("archive", models.BinaryField(help_text="The archive exactly as received.")),
+                ("size", models.PositiveIntegerField()),
+                ("files", models.JSONField(help_text="Member names and sizes.")),
+                ("received_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="uploads",
+                        to="study.trial",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('trial', 'sha256'), name='uniq_upload_sha')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("trial", "sha256"), name="uniq_upload_sha")
+                ],
             },
         ),
     ]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ide_bridge.models.ai import AIRequest
 from ide_bridge.models.access import TrialAccess
+from ide_bridge.models.ai import AIRequest
 from ide_bridge.models.telemetry import IntegrityFlag, TrialEvent
 from ide_bridge.models.uploads import WorkspaceUpload
 

@@ -41,7 +41,9 @@ class AIRequest(models.Model):
     provider = models.CharField(max_length=20)
     model = models.CharField(max_length=100, blank=True)
     stage = models.CharField(max_length=15, choices=Stage.choices, blank=True)
-    messages = models.JSONField(default=list, help_text="What was sent (chat messages or prefix/suffix).")
+    messages = models.JSONField(
+        default=list, help_text="What was sent (chat messages or prefix/suffix)."
+    )
     reply = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

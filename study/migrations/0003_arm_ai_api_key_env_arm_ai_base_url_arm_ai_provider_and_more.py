@@ -4,35 +4,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('study', '0002_configsnapshot_consentform_questionnaire_participant_and_more'),
+        ("study", "0002_configsnapshot_consentform_questionnaire_participant_and_more"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='arm',
-            name='ai_api_key_env',
-            field=models.CharField(blank=True, help_text='Name of the environment variable that holds the API key (the key itself is never stored in the database).', max_length=60),
+            model_name="arm",
+            name="ai_api_key_env",
+            field=models.CharField(
+                blank=True,
+                help_text="Name of the environment variable that holds the API key (the key itself is never stored in the database).",
+                max_length=60,
+            ),
         ),
         migrations.AddField(
-            model_name='arm',
-            name='ai_base_url',
-            field=models.URLField(blank=True, help_text='OpenAI-compatible API base, e.g. https://api.openai.com/v1'),
+            model_name="arm",
+            name="ai_base_url",
+            field=models.URLField(
+                blank=True, help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1"
+            ),
         ),
         migrations.AddField(
-            model_name='arm',
-            name='ai_provider',
-            field=models.CharField(choices=[('demo', 'Offline demo assistant'), ('openai', 'OpenAI-compatible chat completions')], default='demo', help_text='Where AI requests go. The demo assistant works offline and says it is a demo.', max_length=10),
+            model_name="arm",
+            name="ai_provider",
+            field=models.CharField(
+                choices=[
+                    ("demo", "Offline demo assistant"),
+                    ("openai", "OpenAI-compatible chat completions"),
+                ],
+                default="demo",
+                help_text="Where AI requests go. The demo assistant works offline and says it is a demo.",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='arm',
-            name='ai_stream_usage',
-            field=models.BooleanField(default=True, help_text='Ask for token usage in streamed replies (stream_options.include_usage); turn off for servers that reject it. Without it, tokens are estimated.'),
+            model_name="arm",
+            name="ai_stream_usage",
+            field=models.BooleanField(
+                default=True,
+                help_text="Ask for token usage in streamed replies (stream_options.include_usage); turn off for servers that reject it. Without it, tokens are estimated.",
+            ),
         ),
         migrations.AlterField(
-            model_name='study',
-            name='recruitment_id_param',
-            field=models.CharField(blank=True, default='PROLIFIC_PID', help_text='URL parameter of the recruitment link with an external id (kept in the vault).', max_length=40),
+            model_name="study",
+            name="recruitment_id_param",
+            field=models.CharField(
+                blank=True,
+                default="PROLIFIC_PID",
+                help_text="URL parameter of the recruitment link with an external id (kept in the vault).",
+                max_length=40,
+            ),
         ),
     ]

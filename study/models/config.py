@@ -179,8 +179,11 @@ class Arm(models.Model):
     )
     model = models.CharField(max_length=100, blank=True, help_text="LLM model name for AI arms.")
     ai_provider = models.CharField(
-        max_length=10, choices=[("demo", "Offline demo assistant"),
-                                ("openai", "OpenAI-compatible chat completions")],
+        max_length=10,
+        choices=[
+            ("demo", "Offline demo assistant"),
+            ("openai", "OpenAI-compatible chat completions"),
+        ],
         default="demo",
         help_text="Where AI requests go. The demo assistant works offline and says it is a demo.",
     )
@@ -188,7 +191,8 @@ class Arm(models.Model):
         blank=True, help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1"
     )
     ai_api_key_env = models.CharField(
-        max_length=60, blank=True,
+        max_length=60,
+        blank=True,
         help_text="Name of the environment variable that holds the API key (the key itself is "
         "never stored in the database).",
     )

@@ -1,0 +1,77 @@
+"""What every AI provider offers the gateway, and the helpers they share.
+
+A provider turns chat messages into one reply. It never sees the trial, the arm or the
+participant: the gateway authorises the request, picks the model and the token budget, and
+records the result. Providers are async so that a slow LLM never blocks a server thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypedDict
+
+# Marks the cursor in the user message of an inline-completion request (prefix + CURSOR + suffix).
+CURSOR = "<CURSOR>"
+
+# Rough token estimate when a provider does not report usage: about 4 characters per token
+# for English text and code with GPT-style BPE tokenisers (OpenAI's own rule of thumb), plus a
+# few tokens of chat formatting per message. Good to within ~20 % for budgets, never exact:
+# rows counted this way are marked usage_source="estimated".
+CHARS_PER_TOKEN = 4
+TOKENS_PER_MESSAGE = 4
+
+Purpose = Literal["chat", "complete", "feedback"]
+UsageSource = Literal["provider", "estimated"]
+
+
+class Message(TypedDict):
+    role: str  # "system", "user" or "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    usage_source: UsageSource
+    finish_reason: str
+    model: str  # the model that answered, as reported by the provider (or the one requested)
+
+
+class ProviderError(Exception):
+    """The provider failed. ``str(exc)`` is one sentence fit for the participant; ``detail`` is
+    for researchers (status code, a snippet of the body) and never contains the API key."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class Provider(Protocol):
+    name: str  # stored in AIRequest.provider
+    is_demo: bool
+
+    async def complete_chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        max_tokens: int,
+        timeout: float,
+        purpose: Purpose = "chat",
+    ) -> ProviderReply:
+        """One reply to ``messages``. Raises ProviderError on any failure, timeouts included.
+        ``purpose`` is a hint (the demo provider answers differently); real providers ignore it.
+        """
+        ...
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+
+
+def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
+    return sum(TOKENS_PER_MESSAGE + estimate_tokens(m["content"]) for m in messages)

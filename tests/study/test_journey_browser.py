@@ -1,0 +1,74 @@
+"""The participant journey in headless chromium: personal link -> consent -> screening -> the
+first trial -> (trials finished) -> the waiting page with its countdown."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from study import participation
+from study.accounts import create_participants
+from study.demo_answers import answers_for
+from study.models import Participant
+from tests.factories import ResearcherFactory
+from tests.study.journey import grading_queued, journey_study
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def fill_questionnaire(page: Any, answers: dict[str, Any]) -> None:
+    """Answer what is visible, as a person would: click radios and boxes, type numbers/text."""
+    for key, value in answers.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            choice = page.locator(f"input[name='{key}'][value='{v}']")
+            if choice.count():
+                if choice.first.is_visible():
+                    choice.first.check()
+                continue
+            field = page.locator(f"[name='{key}']")
+            if field.count() and field.first.is_visible():
+                field.first.fill(str(v))
+
+
+def test_link_to_waiting_page(live_server: Any, page: Any) -> None:
+    study = journey_study(sessions=2, trials_per_session=2)
+    account = create_participants(study, 1, created_by=ResearcherFactory.create())[0]
+    participant = account.participant
+
+    page.goto(live_server.url + account.login_path)
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url("**/study/welcome/")
+    page.get_by_role("link", name="Continue to the consent information").click()
+    page.wait_for_url("**/study/consent/")
+    for box in page.locator("input[type=checkbox]").all():
+        box.check()
+    page.locator("button[name=decision][value=agree]").click()
+    page.wait_for_url("**/study/screening/")
+
+    screening = study.screening
+    assert screening is not None
+    fill_questionnaire(page, answers_for(screening, random.Random(4), track_preference="SDE"))
+    page.locator("form button[type=submit]").last.click()
+    page.wait_for_url("**/trials/**")
+    participant.refresh_from_db()
+    assert participant.stage == Participant.Stage.IN_SESSION
+    assert page.get_by_text("Task 1").first.is_visible()
+
+    # The trials themselves are driven in the workspace tests; finish session 1 on the server.
+    rng = random.Random(9)
+    with grading_queued():
+        for trial in participant.trials.filter(session_index=1).order_by("period"):
+            trial = participation.start_trial(trial, timezone.now())
+            participation.submit_trial(trial, b"def nothing():\n    pass\n", timezone.now())
+            assert study.post_trial is not None
+            participation.submit_post_trial(participant, trial, answers_for(study.post_trial, rng))
+    page.goto(live_server.url + "/study/")
+    page.wait_for_url("**/study/waiting/")
+    assert page.get_by_text("Session 1 is complete").is_visible()
+    countdown = page.locator("#countdown")
+    countdown.wait_for()
+    assert " h " in countdown.inner_text()
