@@ -1,9 +1,17 @@
-"""HTTP routes of the participant's coding environment."""
+"""HTTP routes of the participant's coding environment (namespace ``ide_bridge``)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
+
+from ide_bridge import views
 
 app_name = "ide_bridge"
 
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    path("trials/<int:trial_id>/", views.workspace_page, name="workspace"),
+    path("trials/<int:trial_id>/autosave", views.autosave, name="autosave"),
+    path("trials/<int:trial_id>/run", views.run_tests, name="run"),
+    path("trials/<int:trial_id>/submit", views.submit, name="submit"),
+    path("trials/<int:trial_id>/state", views.state, name="state"),
+]

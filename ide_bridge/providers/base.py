@@ -14,6 +14,11 @@ from typing import Literal, Protocol, TypedDict
 
 # Marks the cursor in the user message of an inline-completion request (prefix + CURSOR + suffix).
 CURSOR = "<CURSOR>"
+# In a feedback request the current solution.py sits between these two markers, followed by the
+# stage line and the participant's feedback (the gateway writes them, the demo reads them).
+CODE_START = "Current solution.py:\n```python\n"
+CODE_END = "```\nStage: "
+FEEDBACK_HEADING = "\nFeedback:\n"
 
 # Rough token estimate when a provider does not report usage: about 4 characters per token
 # for English text and code with GPT-style BPE tokenisers (OpenAI's own rule of thumb), plus a

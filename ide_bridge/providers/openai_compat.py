@@ -87,6 +87,10 @@ class OpenAICompatProvider:
             raise ProviderError(
                 "The AI provider is not configured (no base URL); please tell the research team."
             )
+        if not model:
+            raise ProviderError(
+                "The AI provider is not configured (no model); please tell the research team."
+            )
         key = self._api_key()
         payload: dict[str, Any] = {
             "model": model,

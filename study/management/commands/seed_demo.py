@@ -42,8 +42,12 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Demo study '{summary['study']}'. One-time participant links:")
         for row in summary["participants"]:
-            current = next((t for t in row["trials"] if t["status"] in ("pending", "active")), None)
-            where = f" — current trial: {current['ai_mode']}" if current else ""
+            current = next((t for t in row["trials"] if t["status"] == "active"), None)
+            where = (
+                f" — open trial {current['period']}: AI mode {current['ai_mode']}"
+                if current
+                else ""
+            )
             self.stdout.write(
                 f"  {row['username']:<18} {row['stage']:<11} {row['login_url']}{where}"
             )

@@ -1,0 +1,243 @@
+"""Telemetry services: idempotent ingestion, the acknowledged prefix, integrity flags and the
+per-trial bearer tokens of non-browser clients.
+
+The WebSocket consumer and the HTTP endpoint both call :func:`ingest`; neither writes events
+itself. The wire format and the validation policy are in :mod:`ide_bridge.protocol`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Exists, Max, Min, OuterRef
+from django.utils import timezone
+
+from ide_bridge.models import IntegrityFlag, TrialAccess, TrialEvent
+from ide_bridge.protocol import AI_REQUEST_KINDS, Batch, Event, parse_batch
+from study.models import Trial
+
+# --- Integrity thresholds (documented for researchers on the flags page) --------------------
+# A paste from outside the page (not copied in the editor or the AI panel) longer than this
+# many characters is flagged.
+LARGE_PASTE_CHARS = 200
+# Time away from the page (tab hidden or window unfocused) longer than this is flagged. The
+# client measures it and reports it on return (``hidden_ms`` / ``away_ms``).
+LONG_BLUR_MS = 60_000
+# A hidden tab and an unfocused window that end within this many ms are one absence, one flag.
+SAME_ABSENCE_MS = 5_000
+# After a trial closes (submitted, expired, or past its deadline) its last buffered events may
+# still arrive (reconnect, pagehide beacon) for this long.
+CLOSED_GRACE = timedelta(minutes=10)
+# How many error reasons an ack lists.
+MAX_ACK_ERRORS = 10
+
+
+@dataclass(frozen=True)
+class Ack:
+    highest_contiguous_seq: int
+    stored: int
+    duplicates: int
+    rejected: int
+    dropped_keys: int = 0
+    last: int | None = None  # highest seq of the acknowledged batch
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_message(self) -> dict[str, Any]:
+        return {
+            "type": "ack",
+            "seq": self.highest_contiguous_seq,
+            "last": self.last,
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "rejected": self.rejected,
+            "dropped_keys": self.dropped_keys,
+            "errors": self.errors,
+        }
+
+
+# --- Which trials accept events -------------------------------------------------------------
+def accepts_events_until(trial: Trial) -> datetime | None:
+    """The moment after which the trial no longer accepts telemetry (None: not started)."""
+    if trial.status == Trial.Status.PENDING or trial.started_at is None:
+        return None
+    if trial.status == Trial.Status.ACTIVE:
+        end = trial.deadline
+    else:
+        end = trial.ended_at or trial.deadline
+    return (end or timezone.now()) + CLOSED_GRACE
+
+
+def accepts_events(trial: Trial, now: datetime) -> bool:
+    until = accepts_events_until(trial)
+    return until is not None and now <= until
+
+
+# --- The acknowledged prefix ----------------------------------------------------------------
+def highest_contiguous_seq(trial_id: int, floor: int = 0) -> int:
+    """The highest n such that events 1..n of the trial are all stored.
+
+    ``floor`` is a value known to be contiguous already (events are append-only, so an earlier
+    answer stays true); only rows above it are read. One aggregate answers the common case (no
+    gap above the floor: count == max - floor); with a gap, an anti-join finds the end of the
+    run that starts at ``floor + 1``. Both use the (trial, seq) unique index.
+    """
+    above = TrialEvent.objects.filter(trial_id=trial_id, seq__gt=floor)
+    agg = above.aggregate(n=Count("*"), lo=Min("seq"), hi=Max("seq"))
+    if not agg["n"] or agg["lo"] != floor + 1:
+        return floor
+    if agg["hi"] - floor == agg["n"]:
+        return int(agg["hi"])
+    successor = TrialEvent.objects.filter(trial_id=trial_id, seq=OuterRef("seq") + 1)
+    end = above.filter(~Exists(successor)).order_by("seq").values_list("seq", flat=True).first()
+    return int(end) if end is not None else floor
+
+
+# --- Ingestion ------------------------------------------------------------------------------
+def ingest(trial: Trial, events: object, *, floor: int = 0) -> Ack:
+    """Store a batch idempotently and acknowledge the contiguous prefix.
+
+    ``events`` is the raw ``events`` list of a batch message (validated here; a broken
+    envelope raises :class:`ide_bridge.protocol.BatchError` and stores nothing). ``floor`` is a
+    seq the caller knows is contiguous (the consumer's last ack). Re-sent events are counted as
+    duplicates and never stored twice (``bulk_create(ignore_conflicts=True)`` on the
+    (trial, seq) unique constraint); integrity flags come only from newly stored events.
+    """
+    batch = parse_batch(events)
+    with transaction.atomic():
+        # Serialise ingestion per trial so that two connections of one trial (two tabs) count
+        # duplicates and raise flags exactly once. NO KEY UPDATE does not block the event
+        # inserts' foreign-key checks.
+        list(Trial.objects.select_for_update(no_key=True).filter(pk=trial.pk).values_list("pk"))
+        new = _new_events(trial, batch, floor)
+        if new:
+            TrialEvent.objects.bulk_create(
+                [
+                    TrialEvent(trial=trial, seq=e.seq, client_ts=e.ts, kind=e.kind, payload=e.data)
+                    for e in new
+                ],
+                ignore_conflicts=True,
+            )
+            flags = detect_flags(trial, [e for e in new if e.seq not in batch.rejected])
+            if flags:
+                IntegrityFlag.objects.bulk_create(flags)
+        highest = highest_contiguous_seq(trial.pk, floor)
+    new_rejected = sum(1 for e in new if e.seq in batch.rejected)
+    errors = [{"seq": s, "reason": r} for s, r in sorted(batch.rejected.items())]
+    return Ack(
+        highest_contiguous_seq=highest,
+        stored=len(new) - new_rejected,
+        duplicates=len(batch.events) - len(new) + batch.repeated,
+        rejected=new_rejected,
+        dropped_keys=batch.dropped_keys,
+        last=batch.last,
+        errors=errors[:MAX_ACK_ERRORS],
+    )
+
+
+def _new_events(trial: Trial, batch: Batch, floor: int) -> list[Event]:
+    """The batch's events not stored yet (everything <= floor is stored by definition)."""
+    candidates = [e for e in batch.events if e.seq > floor]
+    if not candidates:
+        return []
+    seqs = [e.seq for e in candidates]
+    stored = set(
+        TrialEvent.objects.filter(
+            trial_id=trial.pk, seq__gte=min(seqs), seq__lte=max(seqs)
+        ).values_list("seq", flat=True)
+    )
+    return [e for e in candidates if e.seq not in stored]
+
+
+# --- Integrity flags ------------------------------------------------------------------------
+def _arm_without_ai(trial: Trial) -> bool:
+    from study.participation import arm_config
+
+    return str(arm_config(trial).get("ai_mode", "")) == "none"
+
+
+def detect_flags(trial: Trial, events: list[Event]) -> list[IntegrityFlag]:
+    """Unsaved flags raised by newly stored events (thresholds: module constants above)."""
+    flags: list[IntegrityFlag] = []
+    absences: list[tuple[int, int]] = []  # (returned at ts, seq) of long absences
+    no_ai: bool | None = None
+    for e in events:
+        data = e.data
+        if e.kind == "paste" and data.get("source") == "outside":
+            if int(data.get("length", 0)) > LARGE_PASTE_CHARS:
+                detail = {"length": data["length"], "lines": data.get("lines"), "ts": e.ts}
+                flags.append(_flag(trial, IntegrityFlag.Kind.LARGE_PASTE, e, detail))
+        elif e.kind in ("page_visibility", "window_focus"):
+            away = data.get("hidden_ms") if e.kind == "page_visibility" else data.get("away_ms")
+            returned = data.get("state") == "visible" or data.get("focused") is True
+            if returned and isinstance(away, int) and away > LONG_BLUR_MS:
+                if _same_absence(trial, absences, e.ts):
+                    continue
+                absences.append((e.ts, e.seq))
+                detail = {"away_ms": away, "returned_ts": e.ts, "via": e.kind}
+                flags.append(_flag(trial, IntegrityFlag.Kind.LONG_BLUR, e, detail))
+        elif e.kind in AI_REQUEST_KINDS or (e.kind == "ai_state" and _ai_on(data)):
+            if no_ai is None:
+                no_ai = _arm_without_ai(trial)
+            if no_ai:
+                detail = {"event": e.kind, "request_id": data.get("request_id"), "ts": e.ts}
+                flags.append(_flag(trial, IntegrityFlag.Kind.AI_ATTEMPT, e, detail))
+    return flags
+
+
+def _ai_on(data: dict[str, Any]) -> bool:
+    return data.get("enabled") is True or data.get("copilot") is True
+
+
+def _flag(trial: Trial, kind: str, event: Event, detail: dict[str, Any]) -> IntegrityFlag:
+    return IntegrityFlag(trial=trial, kind=kind, event_seq=event.seq, detail=detail)
+
+
+def _same_absence(trial: Trial, absences: list[tuple[int, int]], ts: int) -> bool:
+    """A hidden tab and a blurred window report the same absence: flag it once."""
+    if any(abs(ts - other) <= SAME_ABSENCE_MS for other, _ in absences):
+        return True
+    previous = (
+        IntegrityFlag.objects.filter(trial=trial, kind=IntegrityFlag.Kind.LONG_BLUR)
+        .order_by("-pk")
+        .values_list("detail", flat=True)
+        .first()
+    )
+    returned = previous.get("returned_ts") if isinstance(previous, dict) else None
+    return isinstance(returned, int) and abs(returned - ts) <= SAME_ABSENCE_MS
+
+
+# --- Per-trial bearer tokens ----------------------------------------------------------------
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@transaction.atomic
+def issue_trial_token(trial: Trial) -> str:
+    """A new bearer token for the trial, returned in plain text this once; only its sha256 is
+    stored. Issuing again replaces (revokes) the previous token."""
+    token = secrets.token_urlsafe(32)
+    TrialAccess.objects.update_or_create(trial=trial, defaults={"token_sha256": _digest(token)})
+    return token
+
+
+def trial_for_token(trial_id: int, token: str) -> Trial | None:
+    """The trial the token opens, or None (no token issued for that trial, or a wrong one)."""
+    access = (
+        TrialAccess.objects.select_related("trial__arm", "trial__participant__snapshot")
+        .filter(trial_id=trial_id)
+        .first()
+    )
+    if access is None or not hmac.compare_digest(access.token_sha256, _digest(token)):
+        return None
+    return access.trial
+
+
+def trial_has_token(trial_id: int) -> bool:
+    """Whether a token was issued for the trial (tells "unknown trial" from "wrong token")."""
+    return TrialAccess.objects.filter(trial_id=trial_id).exists()
