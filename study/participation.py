@@ -7,14 +7,18 @@ and is safe to call twice (reload, double click, second device).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from study import audit
 from study.flow import Stage, check_transition, session_trials
-from study.models import Participant, QuestionnaireVersion, Response, Study, Trial
+from study.models import Participant, QuestionnaireVersion, Response, Study, Trial, Withdrawal
 from study.snapshots import current_snapshot
+
+if TYPE_CHECKING:
+    from study.audit import Actor
 
 
 def _move(participant: Participant, target: str, *fields: str, now: datetime | None = None) -> None:
@@ -125,7 +129,13 @@ def start_trial(trial: Trial, now: datetime) -> Trial:
     return trial
 
 
+@transaction.atomic
 def start_session(participant: Participant, now: datetime) -> None:
+    participant.refresh_from_db(
+        fields=["stage", "session_index", "next_session_opens_at", "next_session_closes_at"]
+    )
+    if participant.stage == Stage.IN_SESSION:
+        return  # already started (double click, second device)
     if participant.stage == Stage.ASSIGNED:
         participant.session_index = 1
     elif participant.stage == Stage.WAITING:
@@ -228,6 +238,7 @@ def submit_post_trial(participant: Participant, trial: Trial, cleaned: dict[str,
     return response
 
 
+@transaction.atomic
 def advance_session(participant: Participant, now: datetime) -> None:
     """After a session's last trial (and its questionnaire): wait for the next session or go to
     the post-study questionnaire."""
@@ -275,41 +286,26 @@ def submit_post_study(participant: Participant, cleaned: dict[str, Any]) -> Resp
     return response
 
 
-@transaction.atomic
-def withdraw(participant: Participant, *, channel: str = "participant") -> None:
+def withdraw(
+    participant: Participant, *, channel: str = "participant", by: Actor = None
+) -> Withdrawal | None:
     """Stop participation at once. Data is kept or deleted per the study's policy; the plan's
-    slot is released so balance counts move on."""
-    from study.assignment import release_plan
+    slot is released so balance counts move on; a tombstone and an audit event are written
+    (``study.withdrawal``). None if the participation had already ended."""
+    from study.withdrawal import withdraw_participant
 
-    participant = Participant.objects.select_for_update().get(pk=participant.pk)
-    if participant.stage in (Stage.WITHDRAWN, Stage.EXCLUDED, Stage.DECLINED, Stage.COMPLETE):
-        return
-    if hasattr(participant, "assignment"):
-        release_plan(participant)
-    if participant.study.withdrawal_policy == Study.WithdrawalPolicy.DELETE:
-        delete_research_data(participant)
-    participant.ended_at = timezone.now()
-    participant.exclusion_reason = f"withdrawn ({channel})"
-    _move(participant, Stage.WITHDRAWN, "ended_at", "exclusion_reason")
-    participant.user.is_active = False
-    participant.user.save(update_fields=["is_active"])
+    return withdraw_participant(participant, channel=channel, by=by)
 
 
-def delete_research_data(participant: Participant) -> None:
-    """Remove answers and working code; graded submissions stay in the engine, unlinked."""
-    Response.objects.filter(participant=participant).delete()
-    Trial.objects.filter(participant=participant).update(
-        draft_code="", submission=None, evaluation=None
-    )
-    try:
-        from study.vault.services import delete_contact
-    except ImportError:  # the vault app is optional in minimal set-ups
-        return
-    delete_contact(participant.internal_id)
+def delete_research_data(participant: Participant) -> dict[str, int]:
+    """Remove answers, working code, trial telemetry and contact data; returns counts."""
+    from study.withdrawal import delete_research_data as delete
+
+    return delete(participant)
 
 
 @transaction.atomic
-def exclude(participant: Participant, reason: str) -> None:
+def exclude(participant: Participant, reason: str, *, by: Actor = None) -> None:
     """A researcher excludes a participant (with a reason). A completed participant's plan is
     re-used for the next newcomer (replacement); an active one's slot is released."""
     from study.assignment import exclude_for_balance, release_plan
@@ -326,8 +322,19 @@ def exclude(participant: Participant, reason: str) -> None:
             release_plan(participant)
     participant.exclusion_reason = reason.strip()
     participant.ended_at = participant.ended_at or timezone.now()
-    participant.stage = Stage.EXCLUDED  # allowed from every stage, including complete
+    stage_before, participant.stage = participant.stage, Stage.EXCLUDED  # from every stage
     participant.save(update_fields=["stage", "exclusion_reason", "ended_at"])
+    audit.record(
+        audit.EXCLUSION,
+        actor=by,
+        object_type="participant",
+        object_id=participant.pk,
+        details={
+            "study": participant.study.slug,
+            "stage_before": stage_before,
+            "reason_sha256": audit.sha256_text(participant.exclusion_reason),
+        },
+    )
 
 
 def report_released(trial: Trial, now: datetime) -> bool:
