@@ -17,6 +17,7 @@ const files = [
   ["bootstrap-icons/font/bootstrap-icons.min.css", "bootstrap-icons/bootstrap-icons.min.css"],
   ["bootstrap-icons/font/fonts", "bootstrap-icons/fonts"],
   ["htmx.org/dist/htmx.min.js", "htmx/htmx.min.js"],
+  ["plotly.js-dist-min/plotly.min.js", "plotly/plotly.min.js"],
   // Monaco's AMD build (loader.js + require): the whole directory, because chunk names are
   // content-hashed and change with every release. Its source maps are not shipped.
   ["monaco-editor/min/vs", "monaco/vs"],

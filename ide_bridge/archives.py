@@ -19,7 +19,7 @@ import tarfile
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import IO, Any, Protocol, cast
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -74,7 +74,9 @@ def read_workspace_archive(data: bytes, filename_or_content_type: str = "") -> W
     if not data:
         raise ArchiveRejected("The upload is empty.")
     if len(data) > MAX_ARCHIVE_BYTES:
-        raise ArchiveRejected(f"The archive is larger than the {size_label(len_limit())} limit.")
+        raise ArchiveRejected(
+            f"The archive is larger than the {size_label(MAX_ARCHIVE_BYTES)} limit."
+        )
     kind = detect_kind(data, filename_or_content_type)
     reader = _Reader(compressed_bytes=len(data))
     if kind == "zip":
@@ -87,12 +89,8 @@ def read_workspace_archive(data: bytes, filename_or_content_type: str = "") -> W
     return Workspace(files=files, kind=kind)
 
 
-def len_limit() -> int:
-    return MAX_ARCHIVE_BYTES
-
-
 def detect_kind(data: bytes, hint: str = "") -> str:
-    """"tar.gz", "tar" or "zip", by magic bytes first."""
+    """The format ("tar.gz", "tar" or "zip"), told by magic bytes before any name."""
     if data[:2] == b"\x1f\x8b":
         return "tar.gz"
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
@@ -119,8 +117,11 @@ def clean_name(name: str) -> str:
         raise ArchiveRejected(f"The archive has a file name with a control character ({shown}).")
     try:
         name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ArchiveRejected(f"The archive has a file name that is not UTF-8 ({shown}).") from None
+    except UnicodeEncodeError:  # undecodable bytes kept as surrogates by tarfile
+        readable = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise ArchiveRejected(
+            f"The archive has a file name that is not UTF-8 ({_show(readable)})."
+        ) from None
     if "\\" in name:
         raise ArchiveRejected(
             f"The archive has a file name with a backslash ({shown}); use / between folders."
@@ -148,7 +149,8 @@ class _Reader:
 
     def __init__(self, compressed_bytes: int) -> None:
         self.files: dict[str, bytes] = {}
-        self.folders: set[str] = set()
+        self.folders: set[str] = set()  # folder entries
+        self.parents: set[str] = set()  # folders implied by file paths
         self.members = 0
         self.total = 0
         self.bomb_limit = max(RATIO_FLOOR_BYTES, MAX_RATIO * compressed_bytes)
@@ -159,9 +161,12 @@ class _Reader:
             raise ArchiveRejected(f"The archive has more than {MAX_MEMBERS} entries.")
 
     def add_folder(self, name: str) -> None:
-        if name:
-            self._no_clash(name)
-            self.folders.add(name)
+        if not name:
+            return  # the root itself ("./")
+        if name in self.files:
+            raise _clash(name)
+        self._no_file_above(name)
+        self.folders.add(name)
 
     def add_file(self, name: str, declared_size: int, stream: _Readable) -> None:
         if not name:
@@ -170,23 +175,18 @@ class _Reader:
             raise _too_big(name)
         if name in self.files:
             raise ArchiveRejected(f"The archive has the same path twice ({_show(name)}).")
-        self._no_clash(name)
+        if name in self.folders or name in self.parents:
+            raise _clash(name)
+        self._no_file_above(name)
         self.files[name] = self._read(name, stream)
+        parts = name.split("/")
+        self.parents.update("/".join(parts[:i]) for i in range(1, len(parts)))
 
-    def _no_clash(self, name: str) -> None:
-        """A path can't be both a file and a folder (``a`` and ``a/b``)."""
+    def _no_file_above(self, name: str) -> None:
         parts = name.split("/")
         for i in range(1, len(parts)):
             if "/".join(parts[:i]) in self.files:
-                raise ArchiveRejected(f"The archive uses {_show(name)} under a file's name.")
-        prefix = name + "/"
-        if name in self.folders or name in self.files or name in self.folders_of_files():
-            if name in self.files or name in self.folders_of_files():
-                raise ArchiveRejected(f"The archive has {_show(name)} as a file and a folder.")
-        del prefix
-
-    def folders_of_files(self) -> set[str]:
-        return {name.rsplit("/", 1)[0] for name in self.files if "/" in name}
+                raise _clash("/".join(parts[:i]))
 
     def _read(self, name: str, stream: _Readable) -> bytes:
         chunks: list[bytes] = []
@@ -214,6 +214,10 @@ def check_unpacked(total: int, bomb_limit: int | None, size_limit: int) -> None:
         raise ArchiveRejected(
             f"The archive is larger than {size_label(MAX_TOTAL_BYTES)} when unpacked."
         )
+
+
+def _clash(name: str) -> ArchiveRejected:
+    return ArchiveRejected(f"The archive has {_show(name)} both as a file and as a folder.")
 
 
 def _too_big(name: str) -> ArchiveRejected:
@@ -255,7 +259,7 @@ def _read_tar(data: bytes, reader: _Reader, *, gzipped: bool) -> None:
     try:
         # "r|": a forward-only stream, so no seeking to offsets a header made up.
         with tarfile.open(
-            fileobj=stream,  # type: ignore[arg-type]
+            fileobj=cast(IO[bytes], stream),  # only read() is used in stream mode
             mode="r|",
             encoding="utf-8",
             errors="surrogateescape",
@@ -265,7 +269,7 @@ def _read_tar(data: bytes, reader: _Reader, *, gzipped: bool) -> None:
                 _read_tar_member(tar, member, reader)
         stream.drain()
     except _TAR_ERRORS as exc:
-        label = "gzip" if isinstance(exc, (gzip.BadGzipFile, zlib.error)) else "tar"
+        label = ".tar.gz" if gzipped else ".tar"
         raise ArchiveRejected(f"The {label} archive is damaged or incomplete.") from exc
 
 
@@ -317,9 +321,7 @@ def _read_zip(data: bytes, reader: _Reader) -> None:
     except UnicodeDecodeError as exc:
         raise ArchiveRejected("The archive has a file name that is not UTF-8.") from exc
     except _ZIP_ERRORS as exc:
-        raise ArchiveRejected(
-            "The zip archive is damaged or uses an unsupported feature."
-        ) from exc
+        raise ArchiveRejected("The zip archive is damaged or uses an unsupported feature.") from exc
 
 
 def _zip_name(info: zipfile.ZipInfo) -> str:

@@ -25,12 +25,17 @@ Validation policy (one rule per level):
   with an integer ``seq`` in ``1..MAX_SEQ``, and at most :data:`MAX_BATCH_BYTES` of JSON. Otherwise
   the *whole batch* is refused with an ``error`` message (HTTP 400/413) and nothing is stored:
   without a trustworthy seq the server cannot acknowledge anything safely.
-* **An event** with an unknown ``kind``, a malformed or oversized payload or a bad ``ts`` is not
+* **An event** with an unknown ``kind``, a malformed payload, a value over its cap (strings
+  ``MAX_STRING_CHARS``; ``code`` and an edit's text ``MAX_CODE_CHARS``; ``run_code.output``
+  ``MAX_OUTPUT_CHARS``; values are scalars except ``edit.changes`` and ``extensions.ids``) or a
+  bad ``ts`` is not
   stored as sent: a tombstone ``{"kind": "rejected", "data": {"reason": ..., "kind": ...}}``
   takes its seq, so the acknowledged prefix still advances (a dropped seq would otherwise be
   re-sent forever). It is counted in ``rejected`` with its reason in ``errors``.
 * **Unknown keys in ``data``** are removed and the event is kept (an older server must not lose
   a newer client's edits); their number is reported in ``dropped_keys``.
+
+NUL characters and unpaired UTF-16 surrogates in strings are stored as U+FFFD.
 
 Every event of a batch lands in exactly one of ``stored`` (new, valid), ``rejected`` (new,
 tombstoned) and ``duplicates`` (already stored, or repeated within the batch).
@@ -39,16 +44,19 @@ tombstoned) and ``duplicates`` (already stored, or repeated within the batch).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 MAX_BATCH_EVENTS = 500
 # Characters of one WebSocket message or bytes of one HTTP body (under Django's 2.5 MB default).
 MAX_BATCH_BYTES = 2 * 1024 * 1024
-# JSON size of one event's ``data``; code-carrying kinds may hold a whole solution.py (<= 256 KiB).
-MAX_PAYLOAD_BYTES = 16 * 1024
-MAX_CODE_PAYLOAD_BYTES = 300 * 1024
+# Payload caps, per value of ``data``: so no event is larger than its code plus a few kB.
+MAX_STRING_CHARS = 2_000  # any string value ...
+MAX_CODE_CHARS = 300_000  # ... except code (checkpoint, code_reset; an edit's total text)
+MAX_OUTPUT_CHARS = 16_000  # ... and run_code.output (the client truncates it)
+MAX_LIST_ITEMS = 200  # extensions.ids
 MAX_SEQ = 2_147_483_647  # PositiveIntegerField on PostgreSQL
 MAX_TS = 2**53  # JavaScript's safe integers
 MAX_CHANGES = 1000  # Monaco changes in one edit event (multi-cursor edits)
@@ -102,7 +110,6 @@ KINDS: dict[str, frozenset[str]] = {
         "extensions": ("ids",),
     }.items()
 }
-CODE_KINDS = frozenset({"edit", "checkpoint", "code_reset"})
 # Someone asked the assistant for something (an integrity flag in a no-AI arm).
 AI_REQUEST_KINDS = frozenset({"suggestion_request", "chat_user_message", "edit_preview"})
 PASTE_SOURCES = frozenset({"editor", "ai_panel", "outside"})
@@ -159,8 +166,66 @@ class _Invalid(Exception):
     pass
 
 
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` without NaN/Infinity, which JSON does not have and PostgreSQL refuses."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _is_int(value: object, low: int = 0) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+    return type(value) is int and value >= low
+
+
+_SCALARS = (bool, int, float, type(None))
+_LONG_STRINGS = {"code": MAX_CODE_CHARS, "output": MAX_OUTPUT_CHARS}
+_CHANGE_KEYS = frozenset({"rangeOffset", "rangeLength", "text"})
+
+
+def _check_values(data: dict[str, Any]) -> None:
+    """Every value is a finite scalar or a short string; ``code``/``output`` may be long,
+    ``ids`` is a short list of strings and ``changes`` is checked by :func:`_check_edit`."""
+    for key, value in data.items():
+        kind = type(value)
+        if kind is str:
+            limit = _LONG_STRINGS.get(key, MAX_STRING_CHARS)
+            if len(value) > limit:
+                raise _Invalid(f"{key}: longer than {limit} characters")
+        elif kind in _SCALARS:
+            if kind is float and not math.isfinite(value):
+                raise _Invalid(f"{key}: not a finite number")
+        elif key == "ids" and kind is list:
+            if len(value) > MAX_LIST_ITEMS or not all(
+                type(x) is str and len(x) <= MAX_STRING_CHARS for x in value
+            ):
+                raise _Invalid(f"ids: at most {MAX_LIST_ITEMS} short strings")
+        elif key != "changes":
+            raise _Invalid(f"{key}: not a number, boolean or string")
+
+
+def _check_edit(data: dict[str, Any]) -> int:
+    """Validate Monaco changes in place; returns how many unknown keys were removed."""
+    changes = data.get("changes")
+    if type(changes) is not list or len(changes) > MAX_CHANGES:
+        raise _Invalid(f"edit.changes: not a list of at most {MAX_CHANGES} changes")
+    dropped = total = 0
+    for i, change in enumerate(changes):
+        if not (
+            type(change) is dict
+            and _is_int(change.get("rangeOffset"))
+            and _is_int(change.get("rangeLength"))
+            and type(change.get("text")) is str
+        ):
+            raise _Invalid("edit.changes: each needs rangeOffset, rangeLength (ints >= 0), text")
+        if len(change) != 3:
+            dropped += len(change) - 3
+            changes[i] = {k: change[k] for k in _CHANGE_KEYS}
+        total += len(change["text"])
+    if total > MAX_CODE_CHARS:
+        raise _Invalid(f"edit.changes: more than {MAX_CODE_CHARS} characters of text")
+    return dropped
 
 
 def _need(cond: bool, reason: str) -> None:
@@ -168,109 +233,64 @@ def _need(cond: bool, reason: str) -> None:
         raise _Invalid(reason)
 
 
-def _check_edit(data: dict[str, Any]) -> None:
-    changes = data.get("changes")
-    if not (isinstance(changes, list) and len(changes) <= MAX_CHANGES):
-        raise _Invalid(f"edit.changes: not a list of at most {MAX_CHANGES} changes")
-    for change in changes:
-        _need(
-            isinstance(change, dict)
-            and _is_int(change.get("rangeOffset"))
-            and _is_int(change.get("rangeLength"))
-            and isinstance(change.get("text"), str),
-            "edit.changes: each needs rangeOffset, rangeLength (integers >= 0) and text",
-        )
-    _need(_is_int(data.get("versionId", 0)), "edit.versionId: not an integer")
-
-
-def _check_code(data: dict[str, Any]) -> None:
-    _need(isinstance(data.get("code"), str), "code: not a string")
-
-
-def _check_paste(data: dict[str, Any]) -> None:
-    _need(_is_int(data.get("length")), "paste.length: not an integer >= 0")
-    _need(data.get("source") in PASTE_SOURCES, f"paste.source: not one of {sorted(PASTE_SOURCES)}")
-
-
-def _check_copy(data: dict[str, Any]) -> None:
-    _need(data.get("source", "editor") in COPY_SOURCES, "copy.source: unknown")
-
-
-def _check_duration(key: str) -> Callable[[dict[str, Any]], None]:
-    def check(data: dict[str, Any]) -> None:
+def _check_kind(kind: str, data: dict[str, Any]) -> int:
+    """Kind-specific rules; returns the number of keys removed inside nested objects."""
+    if kind == "edit":
+        return _check_edit(data)
+    if kind in ("checkpoint", "code_reset"):
+        _need(type(data.get("code")) is str, "code: not a string")
+    elif kind == "paste":
+        _need(_is_int(data.get("length")), "paste.length: not an integer >= 0")
+        _need(data.get("source") in PASTE_SOURCES, f"paste.source: one of {sorted(PASTE_SOURCES)}")
+    elif kind == "copy":
+        _need(data.get("source", "editor") in COPY_SOURCES, "copy.source: unknown")
+    elif kind == "page_visibility":
+        _need(data.get("state") in ("visible", "hidden"), "page_visibility.state: visible|hidden")
+    elif kind == "window_focus":
+        _need(type(data.get("focused")) is bool, "window_focus.focused: not a boolean")
+    elif kind == "idle":
+        _need(data.get("state") in ("start", "end"), "idle.state: start|end")
+    for key in ("hidden_ms", "away_ms", "idle_ms"):
         _need(key not in data or _is_int(data[key]), f"{key}: not an integer >= 0")
-
-    return check
-
-
-def _check_visibility(data: dict[str, Any]) -> None:
-    _need(data.get("state") in ("visible", "hidden"), "page_visibility.state: visible|hidden")
-    _check_duration("hidden_ms")(data)
-
-
-def _check_focus(data: dict[str, Any]) -> None:
-    _need(isinstance(data.get("focused"), bool), "window_focus.focused: not a boolean")
-    _check_duration("away_ms")(data)
-
-
-def _check_idle(data: dict[str, Any]) -> None:
-    _need(data.get("state") in ("start", "end"), "idle.state: start|end")
-    _check_duration("idle_ms")(data)
-
-
-_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "edit": _check_edit,
-    "checkpoint": _check_code,
-    "code_reset": _check_code,
-    "paste": _check_paste,
-    "copy": _check_copy,
-    "page_visibility": _check_visibility,
-    "window_focus": _check_focus,
-    "idle": _check_idle,
-}
+    return 0
 
 
 def _clean_event(raw: dict[str, Any]) -> tuple[int, str, dict[str, Any], int]:
     """(ts, kind, data, dropped keys) of a valid event, or ``_Invalid``."""
     ts = raw.get("ts")
-    if isinstance(ts, float) and ts.is_integer():
+    if type(ts) is float and ts.is_integer():
         ts = int(ts)
     if not (_is_int(ts) and ts < MAX_TS):
         raise _Invalid("ts: not an integer number of ms")
     kind = raw.get("kind")
-    if not (isinstance(kind, str) and kind in KINDS):
+    allowed = KINDS.get(kind) if type(kind) is str else None
+    if allowed is None:
         raise _Invalid("unknown kind")
+    assert isinstance(kind, str)
     data = raw.get("data", {})
-    _need(isinstance(data, dict), "data: not an object")
-    allowed = KINDS[kind]
+    _need(type(data) is dict, "data: not an object")
     dropped = 0
     if not data.keys() <= allowed:
         kept = {k: v for k, v in data.items() if k in allowed}
         dropped, data = len(data) - len(kept), kept
-    check = _CHECKS.get(kind)
-    if check is not None:
-        check(data)
-    if data:
-        cap = MAX_CODE_PAYLOAD_BYTES if kind in CODE_KINDS else MAX_PAYLOAD_BYTES
-        size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-        _need(size <= cap, f"data: {size} characters, over the {cap} limit for {kind}")
+    _check_values(data)
+    dropped += _check_kind(kind, data)
     return ts, kind, data, dropped
 
 
 def parse_batch(raw_events: object) -> Batch:
     """Validate a batch's ``events`` list (see the module docstring for the policy)."""
-    if not isinstance(raw_events, list):
+    if type(raw_events) is not list:
         raise BatchError("bad_batch", '"events" must be a list of events')
     if len(raw_events) > MAX_BATCH_EVENTS:
-        raise BatchError(
-            "too_many_events", f"a batch holds at most {MAX_BATCH_EVENTS} events"
-        )
+        raise BatchError("too_many_events", f"a batch holds at most {MAX_BATCH_EVENTS} events")
     batch = Batch()
     seen: set[int] = set()
     for raw in raw_events:
-        seq = raw.get("seq") if isinstance(raw, dict) else None
-        if not (isinstance(raw, dict) and _is_int(seq, 1) and seq <= MAX_SEQ):
+        seq = raw.get("seq") if type(raw) is dict else None
+        if not (_is_int(seq, 1) and seq <= MAX_SEQ):
             raise BatchError("bad_seq", f"every event needs an integer seq in 1..{MAX_SEQ}")
+        assert isinstance(raw, dict)
         if seq in seen:
             batch.repeated += 1
             continue
@@ -278,18 +298,41 @@ def parse_batch(raw_events: object) -> Batch:
         try:
             ts, kind, data, dropped = _clean_event(raw)
         except _Invalid as exc:
-            reason = str(exc)
-            raw_ts, raw_kind = raw.get("ts"), raw.get("kind")
-            batch.rejected[seq] = reason
-            batch.events.append(
-                Event(
-                    seq=seq,
-                    ts=raw_ts if _is_int(raw_ts) and raw_ts < MAX_TS else 0,
-                    kind=REJECTED_KIND,
-                    data={"reason": reason, "kind": str(raw_kind)[:40]},
-                )
-            )
+            batch.events.append(_tombstone(seq, raw.get("ts"), raw.get("kind"), str(exc)))
+            batch.rejected[seq] = str(exc)
             continue
         batch.dropped_keys += dropped
-        batch.events.append(Event(seq=seq, ts=ts, kind=kind, data=data))
+        batch.events.append(Event(seq, ts, kind, data))
     return batch
+
+
+def _tombstone(seq: int, ts: object, kind: object, reason: str) -> Event:
+    ts = ts if _is_int(ts) and ts < MAX_TS else 0
+    return Event(seq, ts, REJECTED_KIND, {"reason": reason, "kind": str(kind)[:40]})
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone UTF-16 surrogates
+
+
+def encode_rows(events: list[Event]) -> tuple[list[Event], str]:
+    """The events, and the same as one compact JSON array of ``[seq, ts, kind, data]`` rows
+    (for a single INSERT). NUL characters and unpaired surrogates, which PostgreSQL's jsonb and
+    UTF-8 refuse, become U+FFFD: one UTF-16 unit for one, so edit offsets stay right."""
+    text = json.dumps([[e.seq, e.ts, e.kind, e.data] for e in events], **_COMPACT)
+    if "\\u0000" in text or _UNSTORABLE.search(text):
+        events = [Event(e.seq, e.ts, e.kind, _sanitise(e.data)) for e in events]
+        text = json.dumps([[e.seq, e.ts, e.kind, e.data] for e in events], **_COMPACT)
+    return events, text
+
+
+_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
+
+
+def _sanitise(value: Any) -> Any:
+    if type(value) is str:
+        return _UNSTORABLE.sub("\ufffd", value)
+    if type(value) is list:
+        return [_sanitise(v) for v in value]
+    if type(value) is dict:
+        return {_sanitise(k): _sanitise(v) for k, v in value.items()}
+    return value

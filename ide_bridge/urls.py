@@ -15,3 +15,8 @@ urlpatterns = [
     path("trials/<int:trial_id>/submit", views.submit, name="submit"),
     path("trials/<int:trial_id>/state", views.state, name="state"),
 ]
+
+# Routes owned by the gateway, telemetry/replay and archive-submission modules.
+from ide_bridge import urls_ai, urls_submissions, urls_telemetry  # noqa: E402
+
+urlpatterns += urls_ai.urlpatterns + urls_telemetry.urlpatterns + urls_submissions.urlpatterns

@@ -37,8 +37,8 @@ SIGNED_OUT = "You are signed out. Open your personal study link again to continu
 TOO_LARGE = f"solution.py is larger than the {participation.MAX_DRAFT_BYTES // 1024} KiB limit."
 
 
-def _error(message: str, status: int, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
+def _error(message: str, http_status: int, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=http_status)
 
 
 class BadBody(Exception):

@@ -8,8 +8,8 @@ the only editable file; its text is the autosaved draft once there is one.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -121,16 +121,20 @@ class RunInProgress(Exception):
     """Another visible-test run of this trial has not finished yet."""
 
 
-@contextmanager
-def run_lock(trial_id: int) -> Iterator[None]:
+def run_lock_key(trial_id: int) -> str:
+    return f"ide_bridge:run:{trial_id}"
+
+
+@asynccontextmanager
+async def run_lock(trial_id: int) -> AsyncIterator[None]:
     """One visible-test run at a time per trial (across processes when the cache is shared)."""
-    key = f"ide_bridge:run:{trial_id}"
-    if not cache.add(key, 1, timeout=RUN_LOCK_S):
+    key = run_lock_key(trial_id)
+    if not await cache.aadd(key, 1, timeout=RUN_LOCK_S):
         raise RunInProgress("Your previous test run is still going; wait for it to finish.")
     try:
         yield
     finally:
-        cache.delete(key)
+        await cache.adelete(key)
 
 
 def _cap(text: str) -> str:

@@ -2,7 +2,8 @@
 
 Other admin modules register their models on import: ``admin_accounts`` (participants and
 accounts), ``admin_questionnaires`` (the questionnaire builder and consent forms),
-``admin_balance`` (the live balance table).
+``admin_balance`` (the live balance table), ``admin_audit`` (audit log, withdrawals,
+retention).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html_join
 
+from study.admin_audit import audit_study_save
+from study.audit import record_config_change
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track, User
 from study.validation import configuration_problems
 
@@ -149,18 +153,20 @@ class StudyAdmin(admin.ModelAdmin):
                 study.status = Study.Status.DRAFT
                 study.save(update_fields=["status"])
                 messages.warning(request, "The study was put back to draft until these are fixed.")
+        new_version: int | None = None
         if study.participants.exists():
             from study.snapshots import current_snapshot
 
             snapshot = current_snapshot(study)
             if study.config_version != snapshot.version:
-                study.config_version = snapshot.version
+                new_version = study.config_version = snapshot.version
                 study.save(update_fields=["config_version"])
                 messages.info(
                     request,
                     f"New configuration version {snapshot.version}: new "
                     "participants get it; earlier ones keep what they saw.",
                 )
+        audit_study_save(request, form, formsets, change, new_version)
 
     @admin.action(description="Open recruitment (checks the configuration first)")
     def open_recruitment(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:
@@ -169,13 +175,23 @@ class StudyAdmin(admin.ModelAdmin):
             if problems:
                 messages.error(request, f"{study.slug}: " + " ".join(problems))
                 continue
-            study.status = Study.Status.RECRUITING
-            study.save(update_fields=["status"])
+            with transaction.atomic():
+                status_before, study.status = study.status, Study.Status.RECRUITING
+                study.save(update_fields=["status"])
+                record_config_change(
+                    study,
+                    actor=request.user,
+                    change="status",
+                    status=study.status,
+                    status_before=status_before,
+                )
             messages.success(request, f"{study.slug} is now recruiting.")
 
     @admin.action(description="Close the study")
     def close_study(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:
-        updated = queryset.update(status=Study.Status.CLOSED)
+        from study.retention import close_study
+
+        updated = sum(close_study(study, actor=request.user) for study in queryset)
         messages.success(request, f"Closed {updated} study/studies.")
 
     def get_urls(self) -> list[Any]:

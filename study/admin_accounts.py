@@ -9,7 +9,8 @@ Wiring (done in ``study/admin.py``):
   time the login links exist in clear.
 - ``ParticipantAdmin`` registers itself on import (``study/admin.py`` imports this module). It
   lists participants of the researcher's studies, shows no vault data, and has the action "Issue a
-  new login link", which shows the new links once.
+  new login link", which shows the new links once. Exclusion, withdrawal and track override are
+  in ``admin_participant_actions``.
 
 Permissions: creating accounts needs ``study.add_participant``; issuing links needs
 ``study.change_participant``; both only for studies the researcher can see.
@@ -102,7 +103,12 @@ class ParticipantAdmin(admin.ModelAdmin):
         "ended_at",
     )
     readonly_fields = fields
-    actions = ["issue_login_links", "exclude_participants", "override_track"]
+    actions = [
+        "issue_login_links",
+        "exclude_participants",
+        "withdraw_participants",
+        "override_track",
+    ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
         return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
@@ -124,6 +130,14 @@ class ParticipantAdmin(admin.ModelAdmin):
         from study.admin_participant_actions import exclude_action
 
         return exclude_action(self, request, queryset)
+
+    @admin.action(description="Withdraw (per study policy)", permissions=["change"])
+    def withdraw_participants(
+        self, request: HttpRequest, queryset: QuerySet[Participant]
+    ) -> HttpResponse | None:
+        from study.admin_participant_actions import withdraw_action
+
+        return withdraw_action(self, request, queryset)
 
     @admin.action(description="Set the track (researcher override)", permissions=["change"])
     def override_track(

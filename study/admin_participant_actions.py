@@ -1,4 +1,5 @@
-"""Researcher actions on participants: exclusion with a reason, and track override.
+"""Researcher actions on participants: exclusion with a reason, withdrawal on the participant's
+request (per the study's withdrawal policy), and track override.
 
 Both go through ``study.participation`` / the assignment service, so balance counts and the
 participant's state machine stay consistent.
@@ -14,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from study import participation
-from study.models import Participant, Track
+from study.models import Participant, Study, Track
 
 
 class ExcludeForm(forms.Form):
@@ -35,11 +36,50 @@ def exclude_action(
     form = ExcludeForm(request.POST if "apply" in request.POST else None)
     if form.is_valid():
         for participant in queryset:
-            participation.exclude(participant, form.cleaned_data["reason"])
+            participation.exclude(participant, form.cleaned_data["reason"], by=request.user)
         messages.success(request, f"Excluded {queryset.count()} participant(s).")
         return None
     return _confirm(
         admin_obj, request, queryset, form, "exclude_participants", "Exclude participants"
+    )
+
+
+class WithdrawForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="These participants asked to withdraw (for example by e-mail to the PI).",
+        help_text="Each study's withdrawal policy applies.",
+    )
+
+
+POLICY_EFFECT: dict[str, str] = {
+    Study.WithdrawalPolicy.KEEP: "data collected so far is kept",
+    Study.WithdrawalPolicy.DELETE: "answers, code, telemetry and contact data are deleted",
+}
+
+
+def withdraw_action(
+    admin_obj: object, request: HttpRequest, queryset: QuerySet[Participant]
+) -> HttpResponse | None:
+    form = WithdrawForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        done = sum(
+            participation.withdraw(participant, channel="researcher", by=request.user) is not None
+            for participant in queryset
+        )
+        messages.success(request, f"Withdrew {done} participant(s).")
+        if done < queryset.count():
+            messages.warning(
+                request,
+                f"{queryset.count() - done} participant(s) had already ended their "
+                "participation (complete, declined, withdrawn or excluded); nothing changed.",
+            )
+        return None
+    policies = sorted(set(queryset.values_list("study__slug", "study__withdrawal_policy")))
+    form.fields["confirm"].help_text = "Per study policy: " + "; ".join(
+        f"{slug}: {POLICY_EFFECT.get(policy, policy)}" for slug, policy in policies
+    )
+    return _confirm(
+        admin_obj, request, queryset, form, "withdraw_participants", "Withdraw participants"
     )
 
 

@@ -33,6 +33,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from study import audit
 from study.design import (
     ALGORITHM_VERSION,
     Choice,
@@ -215,6 +216,23 @@ def assign_plan(
         )
         if create_trials:
             create_trials_for(participant, assignment)
+        # Last in the transaction: the audit chain lock is held until commit.
+        audit.record(
+            audit.ASSIGNMENT,
+            actor=None,
+            object_type="participant",
+            object_id=participant.pk,
+            details={
+                "study": study.slug,
+                "assignment": assignment.pk,
+                "track": track.code,
+                "sequence": assignment.sequence,
+                "tasks": assignment.tasks,
+                "seed": seed,
+                "algorithm_version": ALGORITHM_VERSION,
+                "replaces": replaced.pk if replaced else None,
+            },
+        )
         logger.info(
             "assignment study=%s participant=%s plan=%s %s seed=%s score=%s tied=%s replaces=%s",
             study.slug,

@@ -164,15 +164,29 @@ class TrialClosed(Exception):
     """The trial no longer accepts submissions."""
 
 
-@transaction.atomic
+def _close_if_overdue(trial: Trial, now: datetime) -> None:
+    """Past the deadline, close the trial in its own transaction (so the closing survives the
+    refusal that follows) and refuse."""
+    if close_overdue_trial(trial, now):
+        raise TrialClosed("The time for this trial ran out; your last saved code was submitted.")
+
+
 def submit_trial(
     trial: Trial, source: bytes, now: datetime, *, label: str = "participant"
 ) -> Trial:
     """Store the solution and queue its grading. A second submission is refused; past the
     deadline the trial closes instead (with its last saved code, if any)."""
+    _close_if_overdue(trial, now)
+    return _submit_trial(trial, source, now, label)
+
+
+@transaction.atomic
+def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Trial:
     from evaluation.services import submit_solution
 
     trial = Trial.objects.select_for_update().select_related("participant", "arm").get(pk=trial.pk)
+    if not trial.participant.is_active:
+        raise TrialClosed("Your participation has ended; submissions are no longer accepted.")
     if trial.status in (Trial.Status.SUBMITTED, Trial.Status.EXPIRED):
         raise TrialClosed(
             "This trial has already been submitted; a second submission is not accepted."
@@ -181,9 +195,8 @@ def submit_trial(
         raise TrialClosed("This trial has not started yet.")
     assert trial.deadline is not None
     assert trial.started_at is not None
-    if now > trial.deadline:
-        close_overdue_trial(trial, now)
-        raise TrialClosed("The time for this trial ran out; your last saved code was submitted.")
+    if now > trial.deadline:  # closed by another request in the meantime
+        raise TrialClosed("The time for this trial ran out.")
     evaluation = submit_solution(
         template_slug=trial.template_slug,
         seed=trial.seed,
@@ -363,16 +376,20 @@ def versions_answered(participant: Participant, version: QuestionnaireVersion) -
 MAX_DRAFT_BYTES = 256 * 1024
 
 
-@transaction.atomic
 def save_draft(trial: Trial, code: str, now: datetime) -> Trial:
     """Autosave: keep the participant's latest code on the server (used for auto-submission at
     the deadline, reload and a second device). Refused once the trial is closed."""
-    trial = Trial.objects.select_for_update().get(pk=trial.pk)
-    if trial.status != Trial.Status.ACTIVE:
+    _close_if_overdue(trial, now)
+    return _save_draft(trial, code, now)
+
+
+@transaction.atomic
+def _save_draft(trial: Trial, code: str, now: datetime) -> Trial:
+    trial = Trial.objects.select_for_update().select_related("participant").get(pk=trial.pk)
+    if trial.status != Trial.Status.ACTIVE or not trial.participant.is_active:
         raise TrialClosed("This trial is closed; changes are no longer saved.")
     if trial.deadline is not None and now > trial.deadline:
-        close_overdue_trial(trial, now)
-        raise TrialClosed("The time for this trial ran out; your last saved code was submitted.")
+        raise TrialClosed("The time for this trial ran out.")
     if len(code.encode()) > MAX_DRAFT_BYTES:
         raise ValueError(f"solution.py is larger than the {MAX_DRAFT_BYTES // 1024} KiB limit.")
     trial.draft_code = code

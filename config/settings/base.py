@@ -255,3 +255,8 @@ CELERY_BEAT_SCHEDULE = {
     "close-overdue-trials": {"task": "study.close_overdue_trials", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- IRB exports ----------------------------------------------------------------------------
+# Key of the export pseudonyms (study/exports/pseudonyms.py); kept outside the database and every
+# package. Empty outside production: a development key derived from SECRET_KEY, labelled as such.
+EXPORT_HMAC_KEY: str = env.str("EXPORT_HMAC_KEY", default="")

@@ -16,3 +16,5 @@ VAULT_KEYS: list[str] = env.list(
     "VAULT_KEYS",
     default=["hOZuYCg0PAJw1KwhJHZz4dKE9c2Un2KtSyAANuz2ip4="],  # dev-only key
 )
+# Export pseudonyms: empty means a development key derived from SECRET_KEY (the manifest says so).
+EXPORT_HMAC_KEY = env.str("EXPORT_HMAC_KEY", default="")

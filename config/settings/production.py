@@ -53,6 +53,15 @@ if REDIS_URL and env.bool("HAIEVAL_CHECK_REDIS_AT_STARTUP", default=True):
             f"Redis at REDIS_URL cannot be reached ({exc.__class__.__name__}: {exc})."
         ) from exc
 
+# Export pseudonyms (study/exports/pseudonyms.py): a long random secret outside the database.
+EXPORT_HMAC_KEY: str = env.str("EXPORT_HMAC_KEY", default="")
+if len(EXPORT_HMAC_KEY) < 32:
+    raise ImproperlyConfigured(
+        "EXPORT_HMAC_KEY is not set (or shorter than 32 characters); production needs a long "
+        'random secret for export pseudonyms (generate one with: python -c "import secrets; '
+        'print(secrets.token_urlsafe(48))").'
+    )
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},

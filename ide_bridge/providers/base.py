@@ -7,7 +7,9 @@ records the result. Providers are async so that a slow LLM never blocks a server
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
@@ -80,3 +82,29 @@ def estimate_tokens(text: str) -> int:
 
 def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
     return sum(TOKENS_PER_MESSAGE + estimate_tokens(m["content"]) for m in messages)
+
+
+def strip_fences(text: str) -> str:
+    """A reply that is one fenced code block, unwrapped (completions must be bare code)."""
+    match = re.fullmatch(r"\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*", text, re.DOTALL)
+    return match.group(1) if match else text
+
+
+def extract_code(reply: str) -> str | None:
+    """The complete solution.py in a reply: its longest fenced code block, or the whole reply
+    if it is bare Python. None when there is no usable code."""
+    blocks = re.findall(r"^```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)^```", reply, re.M | re.S)
+    if blocks:
+        code = max(blocks, key=len)
+    else:  # bare code, if it parses and defines something ("Sure." parses too)
+        code = reply.strip() + "\n"
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return None
+        if not any(isinstance(node, _DEFINITIONS) for node in tree.body):
+            return None
+    return code if code.strip() else None
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)

@@ -27,8 +27,7 @@ DEMO_LABEL = "Demo assistant — not a real AI."
 _TIPS = {
     "debugging": (
         "Read the failing test's message from the bottom up: the last line names the error.",
-        "Reproduce it with the smallest input from task_data.json and print intermediate "
-        "values.",
+        "Reproduce it with the smallest input from task_data.json and print intermediate values.",
         "Check the edge cases the README lists (empty input, ties, limits).",
     ),
     "testing": (
@@ -113,7 +112,8 @@ def demo_completion(fim: str) -> str:
     if stripped.startswith("#"):
         return "  (demo suggestion)"
     if not stripped:
-        previous = prefix.rstrip("\n").rsplit("\n", 1)[-1] if "\n" in prefix else ""
+        lines = prefix.split("\n")
+        previous = lines[-2] if len(lines) > 1 else ""
         if previous.rstrip().endswith(":"):
             return "pass  # demo suggestion: replace with your code"
         return "# demo suggestion: describe the next step here"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from study.models.accounts import User
 from study.models.assignment import Assignment, AssignmentLock
+from study.models.audit import AuditEvent
 from study.models.config import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
 from study.models.consent import ConsentEvent, ConsentForm
+from study.models.exports import ExportJob
 from study.models.participants import LoginLink, Participant
 from study.models.questionnaires import (
     Answer,
@@ -14,25 +16,31 @@ from study.models.questionnaires import (
     QuestionnaireVersion,
     Response,
 )
+from study.models.retention import RetentionPolicy
 from study.models.trials import Trial
+from study.models.withdrawal import Withdrawal
 
 __all__ = [
     "Answer",
     "Arm",
     "Assignment",
     "AssignmentLock",
+    "AuditEvent",
     "ConfigSnapshot",
     "ConsentEvent",
     "ConsentForm",
+    "ExportJob",
     "Item",
     "LoginLink",
     "Participant",
     "Questionnaire",
     "QuestionnaireVersion",
     "Response",
+    "RetentionPolicy",
     "Study",
     "TaskPoolEntry",
     "Track",
     "Trial",
     "User",
+    "Withdrawal",
 ]

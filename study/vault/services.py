@@ -3,7 +3,7 @@
 - Writes (``store_contact``, ``add_external_id``, ``add_typed_consent_name``) merge into the
   participant's encrypted blob, creating the entry on first use.
 - ``read_vault`` decrypts a study's entries for a user holding ``study.view_vault`` and records a
-  ``VaultRead`` row in the same transaction.
+  ``VaultRead`` row and an audit event in the same transaction.
 - ``delete_contact`` removes an entry (withdrawal, end of retention).
 - ``rotate_vault_keys`` re-encrypts everything under the first key of ``VAULT_KEYS``.
 """
@@ -17,6 +17,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
+from study import audit
 from study.models import Participant, User
 from study.vault import crypto
 from study.vault.models import ExternalIdDigest, VaultEntry, VaultRead
@@ -142,11 +143,18 @@ def read_vault(user: User | AnonymousUser, study_slug: str, purpose: str) -> lis
             {"internal_id": entry.internal_id, **empty_blob(), **crypto.decrypt(entry.ciphertext)}
             for entry in entries
         ]
-        VaultRead.objects.create(
+        read = VaultRead.objects.create(
             who=user.get_username(),
             study_slug=study_slug,
             purpose=purpose[:200],
             n_entries=len(rows),
+        )
+        audit.record(
+            audit.VAULT_READ,
+            actor=user,
+            object_type="vault",
+            object_id=study_slug,
+            details={"study": study_slug, "n_entries": len(rows), "vault_read": read.pk},
         )
     return rows
 

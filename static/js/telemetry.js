@@ -1,0 +1,335 @@
+// Telemetry client of the trial workspace (notes/ide.md sections 4-5; the wire protocol and the
+// event vocabulary are documented in ide_bridge/protocol.py).
+//
+// WHAT THE PAGE MUST PROVIDE (workspace template):
+// * This script, after or before workspace.js: it starts on the `hai:editor-ready` event
+//   {editor, monaco, trialId, readOnly} or on window.haiEditorReady if that already fired.
+// * <body data-telemetry-token="{{ telemetry_token }}">: the plain per-trial token from
+//   ide_bridge.telemetry.issue_trial_token(trial). Only the pagehide beacon uses it
+//   (POST /ide/trials/<id>/events?token=...). Without it, events still unsent at pagehide stay
+//   in localStorage and go out over the WebSocket on the next visit (nothing is lost).
+// * data-ai-panel on the AI panel's root element: copies from inside it are "ai_panel" copies.
+// * Other scripts report events with
+//     document.dispatchEvent(new CustomEvent("hai:telemetry", {detail: {kind, data, clipboardText}}))
+//   kind/data as in ide_bridge/protocol.py (AI events carry data.request_id). clipboardText is
+//   optional and never sent: text an AI "copy" button put on the clipboard, so that pasting it
+//   counts as source "ai_panel" rather than "outside".
+// * workspace.js's own events are mapped here: hai:tests-run -> run_tests,
+//   hai:submitted -> checkpoint + submit, hai:trial-closed -> trial_end. Do not also send those
+//   three kinds through hai:telemetry, or they are recorded twice.
+//
+// GUARANTEES: every event gets a strictly increasing seq kept with the buffer in localStorage
+// (key hai:telemetry:<trialId>), under a Web Lock so that two tabs never hand out one seq twice.
+// The buffer is flushed over ws(s)://host/ws/trials/<id>/events/ every second or 50 events,
+// events <= the server's ack are dropped, unacked ones are re-sent after a reconnect
+// (exponential backoff) and after a reload; the server stores each (trial, seq) once.
+(function () {
+  "use strict";
+  const COMMIT_MS = 250; // pending events -> numbered buffer in localStorage
+  const FLUSH_MS = 1000, FLUSH_EVENTS = 50, MAX_BATCH = 500, MAX_BATCH_CHARS = 1000000;
+  const CHECKPOINT_EVENTS = 50, CHECKPOINT_MS = 30000, SELECTION_MS = 1000, IDLE_MS = 60000;
+  const BEACON_CHARS = 60000; // browsers allow ~64 KiB of beacons in flight
+  const ACK_TIMEOUT_MS = 15000, BACKOFF_MIN_MS = 1000, BACKOFF_MAX_MS = 30000;
+  const FINAL_CLOSE_CODES = new Set([4401, 4404, 4409]); // see ide_bridge/consumers.py
+  let started = false;
+
+  function start(detail) {
+    if (started || !detail || !detail.editor) return;
+    started = true;
+    const trialId = Number(detail.trialId);
+    const editor = detail.editor;
+    const model = editor.getModel();
+    const key = `hai:telemetry:${trialId}`;
+    let pending = []; // {ts, kind, data} waiting for a seq
+    let memory = null; // the buffer, while localStorage refuses writes (quota)
+
+    // --- The numbered buffer ------------------------------------------------------------------
+    function load() {
+      if (memory) return memory;
+      try {
+        const raw = window.localStorage.getItem(key);
+        if (raw) return JSON.parse(raw);
+      } catch (err) { /* unreadable: start a new buffer */ }
+      return { next: 1, acked: 0, sentMax: 0, events: [] };
+    }
+    function save(state) {
+      try { window.localStorage.setItem(key, JSON.stringify(state)); memory = null; }
+      catch (err) { memory = state; } // keep it in memory; retried on the next save
+    }
+    function withLock(fn) {
+      if (navigator.locks && navigator.locks.request) return navigator.locks.request(key, () => fn());
+      return Promise.resolve().then(fn);
+    }
+    function commitNow() { // synchronous: also used on pagehide, where no lock can be awaited
+      const state = load();
+      for (const p of pending) state.events.push({ seq: state.next++, ts: p.ts, kind: p.kind, data: p.data });
+      pending = [];
+      save(state);
+      return state;
+    }
+    const commit = () => withLock(commitNow);
+
+    // --- Recording ----------------------------------------------------------------------------
+    let sinceCheckpoint = 0, lastCheckpointAt = Date.now(), dirty = false;
+    function record(kind, data) {
+      pending.push({ ts: Date.now(), kind, data: data || {} });
+      if (kind !== "checkpoint") {
+        sinceCheckpoint += 1;
+        if (sinceCheckpoint >= CHECKPOINT_EVENTS && dirty) checkpoint("events");
+      }
+      if (pending.length >= FLUSH_EVENTS) commit().then(flush);
+    }
+    function checkpoint(reason) {
+      sinceCheckpoint = 0;
+      lastCheckpointAt = Date.now();
+      dirty = false;
+      record("checkpoint", { code: model.getValue(), versionId: model.getVersionId(), reason });
+    }
+    function emitted(name, handler) {
+      document.addEventListener(name, (ev) => handler(ev.detail || {}));
+    }
+
+    // Edits: Monaco's changes refer to the text before the event (replay applies them from the
+    // highest offset down). A flush (setValue) is followed by a checkpoint, to re-base replay.
+    model.onDidChangeContent((e) => {
+      record("edit", {
+        changes: e.changes.map((c) => ({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text })),
+        versionId: e.versionId, isUndoing: e.isUndoing, isRedoing: e.isRedoing, isFlush: e.isFlush,
+      });
+      dirty = true;
+      activity();
+      if (e.isFlush || e.isEolChange) checkpoint("flush");
+    });
+
+    // Selection and cursor, at most once a second (the last one is kept).
+    let lastSelectionAt = 0, selectionTimer = null, latestSelection = null;
+    function sendSelection() {
+      selectionTimer = null;
+      lastSelectionAt = Date.now();
+      const e = latestSelection;
+      const s = e.selection;
+      const offset = model.getOffsetAt(s.getStartPosition());
+      record("selection", {
+        offset, length: model.getOffsetAt(s.getEndPosition()) - offset,
+        line: s.positionLineNumber, column: s.positionColumn, selections: 1 + e.secondarySelections.length,
+      });
+    }
+    editor.onDidChangeCursorSelection((e) => {
+      latestSelection = e;
+      if (selectionTimer) return;
+      selectionTimer = window.setTimeout(sendSelection, Math.max(0, lastSelectionAt + SELECTION_MS - Date.now()));
+    });
+    editor.onDidFocusEditorText(() => record("editor_focus"));
+    editor.onDidBlurEditorText(() => record("editor_blur"));
+
+    // Copy and paste. Copied text stays in memory only (never sent), to tell a paste from the
+    // editor or the AI panel from one from outside; whitespace is ignored (auto-indent).
+    const copied = new Map();
+    const norm = (text) => text.replace(/\s+/g, "");
+    function remember(text, source) {
+      const k = norm(text || "");
+      if (!k) return;
+      copied.delete(k);
+      copied.set(k, source);
+      if (copied.size > 50) copied.delete(copied.keys().next().value);
+    }
+    function onCopy(ev) {
+      let text = "", source = "page";
+      if (editor.hasTextFocus()) {
+        source = "editor";
+        const sel = editor.getSelection();
+        text = sel && !sel.isEmpty() ? model.getValueInRange(sel) : `${model.getLineContent(sel ? sel.positionLineNumber : 1)}\n`;
+      } else {
+        text = String(window.getSelection() || "");
+        if (ev.target instanceof Element && ev.target.closest("[data-ai-panel]")) source = "ai_panel";
+      }
+      remember(text, source);
+      record("copy", { length: text.length, source, cut: ev.type === "cut" });
+    }
+    document.addEventListener("copy", onCopy, true);
+    document.addEventListener("cut", onCopy, true);
+    editor.onDidPaste((e) => {
+      const data = e.clipboardEvent && e.clipboardEvent.clipboardData;
+      const text = (data && data.getData("text/plain")) || model.getValueInRange(e.range);
+      const from = copied.get(norm(text));
+      record("paste", {
+        length: text.length, lines: e.range.endLineNumber - e.range.startLineNumber + 1,
+        source: from === "editor" || from === "ai_panel" ? from : "outside",
+        offset: model.getOffsetAt(e.range.getStartPosition()),
+      });
+    });
+
+    // Focus, visibility and idle time.
+    let blurredAt = null, hiddenAt = null, lastInput = Date.now(), idle = false;
+    window.addEventListener("blur", () => { blurredAt = Date.now(); record("window_focus", { focused: false }); });
+    window.addEventListener("focus", () => {
+      const data = { focused: true };
+      if (blurredAt !== null) data.away_ms = Date.now() - blurredAt;
+      blurredAt = null;
+      record("window_focus", data);
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") {
+        hiddenAt = Date.now();
+        record("page_visibility", { state: "hidden" });
+        commit().then(flush); // a hidden tab may never come back
+      } else {
+        const data = { state: "visible" };
+        if (hiddenAt !== null) data.hidden_ms = Date.now() - hiddenAt;
+        hiddenAt = null;
+        record("page_visibility", data);
+      }
+    });
+    function activity() {
+      const now = Date.now();
+      if (idle) { idle = false; record("idle", { state: "end", idle_ms: now - lastInput }); }
+      lastInput = now;
+    }
+    for (const name of ["keydown", "mousedown", "pointermove", "wheel", "touchstart"]) {
+      window.addEventListener(name, activity, { capture: true, passive: true });
+    }
+
+    // Events of other scripts.
+    emitted("hai:telemetry", (d) => {
+      if (d.clipboardText) remember(d.clipboardText, "ai_panel");
+      if (typeof d.kind === "string") record(d.kind, d.data);
+    });
+    emitted("hai:tests-run", (d) => {
+      const total = Number(d.tests_run) || 0, failed = Number(d.failures) || 0, errors = Number(d.errors) || 0;
+      record("run_tests", { passed: Math.max(0, total - failed - errors), failed, errors, total, duration_ms: d.duration_ms });
+    });
+    emitted("hai:submitted", () => {
+      checkpoint("submit");
+      record("submit", { versionId: model.getVersionId(), length: model.getValueLength() });
+      commit().then(flush);
+    });
+    emitted("hai:trial-closed", (d) => record("trial_end", { reason: String(d.status || "") }));
+
+    // --- Sending --------------------------------------------------------------------------------
+    let ws = null, ready = false, sentUpTo = 0, backoff = BACKOFF_MIN_MS, stopped = false;
+    let lastFlush = 0, waitingSince = null;
+
+    function batches(events) {
+      const out = [];
+      let parts = [], chars = 0;
+      for (const e of events) {
+        const text = JSON.stringify(e);
+        if (parts.length && (parts.length >= MAX_BATCH || chars + text.length > MAX_BATCH_CHARS)) {
+          out.push(parts);
+          parts = [];
+          chars = 0;
+        }
+        parts.push(text);
+        chars += text.length + 1;
+      }
+      if (parts.length) out.push(parts);
+      return out.map((p) => `{"type":"batch","events":[${p.join(",")}]}`);
+    }
+
+    function flush() {
+      lastFlush = Date.now();
+      const socket = ws;
+      if (!socket || !ready || socket.readyState !== WebSocket.OPEN) return;
+      withLock(() => {
+        const state = load();
+        const from = Math.max(state.acked, sentUpTo);
+        const out = state.events.filter((e) => e.seq > from);
+        if (!out.length) return null;
+        state.sentMax = Math.max(state.sentMax, out[out.length - 1].seq);
+        save(state); // before sending: these seqs are now on the server's side of the line
+        return { messages: batches(out), last: out[out.length - 1].seq };
+      }).then((plan) => {
+        if (!plan || socket !== ws || socket.readyState !== WebSocket.OPEN) return;
+        for (const message of plan.messages) socket.send(message);
+        sentUpTo = Math.max(sentUpTo, plan.last);
+        if (waitingSince === null) waitingSince = Date.now();
+      });
+    }
+
+    function onAck(seq, isHello) {
+      return withLock(() => {
+        const state = load();
+        if (isHello && seq >= state.next) {
+          // The server holds seqs this buffer never handed out (another device, or cleared
+          // storage): number our never-sent events after them instead of colliding.
+          const unsent = state.events.filter((e) => e.seq > state.sentMax);
+          unsent.forEach((e, i) => { e.seq = seq + 1 + i; });
+          state.events = unsent;
+          state.next = seq + 1 + unsent.length;
+        }
+        state.acked = Math.max(state.acked, seq);
+        state.events = state.events.filter((e) => e.seq > state.acked);
+        save(state);
+      });
+    }
+
+    function connect() {
+      if (stopped || ws) return;
+      const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+      const socket = new WebSocket(`${scheme}://${window.location.host}/ws/trials/${trialId}/events/`);
+      ws = socket;
+      ready = false;
+      socket.onopen = () => socket.send(JSON.stringify({ type: "hello" }));
+      socket.onmessage = (m) => {
+        let msg;
+        try { msg = JSON.parse(m.data); } catch (err) { return; }
+        if (msg.type === "ack") {
+          const isHello = !ready;
+          onAck(Number(msg.seq) || 0, isHello).then(() => {
+            if (isHello) { ready = true; sentUpTo = 0; backoff = BACKOFF_MIN_MS; }
+            waitingSince = msg.seq >= sentUpTo ? null : Date.now();
+            if (isHello) flush();
+          });
+        } else if (msg.type === "error") {
+          console.warn("telemetry:", msg.code, msg.error); // eslint-disable-line no-console
+        }
+      };
+      socket.onclose = (e) => {
+        if (ws === socket) { ws = null; ready = false; waitingSince = null; }
+        if (FINAL_CLOSE_CODES.has(e.code)) { stopped = true; return; }
+        window.setTimeout(connect, backoff * (0.5 + Math.random()));
+        backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+      };
+    }
+
+    function tick() {
+      const now = Date.now();
+      if (!idle && now - lastInput >= IDLE_MS) { idle = true; record("idle", { state: "start", idle_ms: now - lastInput }); }
+      if (dirty && now - lastCheckpointAt >= CHECKPOINT_MS) checkpoint("time");
+      const due = now - lastFlush >= FLUSH_MS;
+      if (pending.length) commit().then(() => { if (due) flush(); });
+      else if (due) flush();
+      if (ws && waitingSince !== null && now - waitingSince > ACK_TIMEOUT_MS) ws.close(); // reconnect, re-send
+    }
+
+    // --- Leaving the page: number everything, beacon what fits, keep the rest for next time ---
+    window.addEventListener("pagehide", () => {
+      if (dirty) checkpoint("pagehide");
+      const state = commitNow();
+      const token = document.body.dataset.telemetryToken;
+      if (!token || !navigator.sendBeacon) return;
+      const out = [];
+      let chars = 0;
+      for (const e of state.events) {
+        if (e.seq <= state.acked) continue;
+        chars += JSON.stringify(e).length + 1;
+        if (out.length && (chars > BEACON_CHARS || out.length >= MAX_BATCH)) break;
+        out.push(e);
+      }
+      if (!out.length) return;
+      state.sentMax = Math.max(state.sentMax, out[out.length - 1].seq);
+      save(state);
+      const url = `/ide/trials/${trialId}/events?token=${encodeURIComponent(token)}`;
+      navigator.sendBeacon(url, new Blob([JSON.stringify({ type: "batch", events: out })], { type: "text/plain;charset=UTF-8" }));
+    });
+    window.addEventListener("pageshow", (e) => { if (e.persisted) { stopped = false; connect(); } });
+
+    record("task_load", { versionId: model.getVersionId(), length: model.getValueLength() });
+    checkpoint("load");
+    commit().then(connect);
+    window.setInterval(tick, COMMIT_MS);
+  }
+
+  document.addEventListener("hai:editor-ready", (e) => start(e.detail));
+  if (window.haiEditorReady) start(window.haiEditorReady);
+})();

@@ -1,0 +1,138 @@
+"""Researcher replay: the page and its data for researchers on the trial's study only, and
+data.json is enough to rebuild the code at every moment (checked against the saved draft)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from ide_bridge.protocol import CATEGORIES
+from ide_bridge.telemetry import ingest
+from study import participation
+from study.models import Trial
+from tests.factories import ResearcherFactory
+from tests.ide_bridge.telemetry_helpers import TS0, apply_edit, started_trial, starter_code
+
+pytestmark = pytest.mark.django_db
+
+
+def researcher_on(trial: Trial) -> Client:
+    researcher = ResearcherFactory.create()
+    trial.participant.study.researchers.add(researcher)
+    client = Client()
+    client.force_login(researcher)
+    return client
+
+
+def random_session(code: str, rng: random.Random, n: int) -> tuple[list[dict[str, Any]], str]:
+    """``n`` events as the browser would record them: edits (some multi-cursor, some undo-like
+    deletions), selections, a run, an AI suggestion, a paste, a checkpoint midway."""
+    out: list[dict[str, Any]] = []
+
+    def add(kind: str, **data: Any) -> None:
+        out.append({"seq": len(out) + 1, "ts": TS0 + 700 * len(out), "kind": kind, "data": data})
+
+    for i in range(n):
+        roll = rng.random()
+        if roll < 0.6:
+            changes = []
+            cuts = sorted(rng.sample(range(len(code) + 1), k=min(2, len(code) + 1)))
+            for offset in reversed(cuts[: rng.choice((1, 2))]):  # non-overlapping, pre-edit offsets
+                length = rng.randint(0, min(5, len(code) - offset))
+                changes.append(
+                    {
+                        "rangeOffset": offset,
+                        "rangeLength": length,
+                        "text": rng.choice(["x", "\n", "", "def f():\n    return 1\n"]),
+                    }
+                )
+            code = apply_edit(code, changes)
+            add(
+                "edit",
+                changes=changes,
+                versionId=i + 2,
+                isUndoing=False,
+                isRedoing=False,
+                isFlush=False,
+            )
+        elif roll < 0.75:
+            add("selection", offset=rng.randint(0, len(code)), length=0, line=1, column=1)
+        elif roll < 0.8:
+            add("run_tests", passed=1, failed=2, errors=0, total=3, duration_ms=900)
+        elif roll < 0.85:
+            add("suggestion_shown", request_id=f"r{i}", length=12)
+        elif roll < 0.9:
+            add("paste", length=12, lines=1, source="editor")
+        if i == n // 2:
+            add("checkpoint", code=code, versionId=i + 2, reason="events")
+    add("submit", versionId=n + 2, length=len(code))
+    return out, code
+
+
+def rebuild(data: dict[str, Any], upto_seq: int | None = None) -> str:
+    code: str = data["starter_code"]
+    for e in data["events"]:
+        if upto_seq is not None and e["seq"] > upto_seq:
+            break
+        if e["kind"] == "edit":
+            code = apply_edit(code, e["data"]["changes"])
+        elif e["kind"] in ("checkpoint", "code_reset"):
+            code = e["data"]["code"]
+    return code
+
+
+def test_researcher_on_the_study_sees_the_replay_page() -> None:
+    _, _, trial = started_trial()
+    page = researcher_on(trial).get(f"/ide/replay/{trial.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f"/ide/replay/{trial.pk}/data.json" in html
+    assert 'type="range"' in html
+    assert "js/replay.js" in html
+
+
+def test_other_researchers_and_participants_get_404() -> None:
+    client, _, trial = started_trial()
+    outsider = Client()
+    outsider.force_login(ResearcherFactory.create())
+    for who in (outsider, client):
+        assert who.get(f"/ide/replay/{trial.pk}/").status_code == 404
+        assert who.get(f"/ide/replay/{trial.pk}/data.json").status_code == 404
+    anonymous = Client().get(f"/ide/replay/{trial.pk}/")
+    assert anonymous.status_code == 302  # to the login page
+
+
+def test_data_json_rebuilds_the_final_code_equal_to_the_draft() -> None:
+    _, _, trial = started_trial()
+    items, final = random_session(starter_code(trial), random.Random(11), 300)
+    for start in range(0, len(items), 40):
+        ingest(trial, items[start : start + 40])
+    participation.save_draft(trial, final, timezone.now())
+
+    response = researcher_on(trial).get(f"/ide/replay/{trial.pk}/data.json")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["starter_code"] == starter_code(trial)
+    assert [e["seq"] for e in data["events"]] == list(range(1, len(items) + 1))
+    assert rebuild(data) == final == data["final_code"]
+    # Every moment can be rebuilt; the midway checkpoint agrees with the deltas before it.
+    checkpoint = next(e for e in data["events"] if e["kind"] == "checkpoint")
+    assert rebuild(data, checkpoint["seq"] - 1) == checkpoint["data"]["code"]
+    # Times are relative to the trial start, in order; timeline categories come along.
+    times = [e["t_ms"] for e in data["events"]]
+    assert times == sorted(times)
+    assert data["categories"] == CATEGORIES
+    assert {"run_tests", "suggestion_shown", "paste", "submit"} <= {
+        e["kind"] for e in data["events"]
+    }
+
+
+def test_replay_of_a_trial_without_events_is_the_starter_code() -> None:
+    _, _, trial = started_trial()
+    data = researcher_on(trial).get(f"/ide/replay/{trial.pk}/data.json").json()
+    assert data["events"] == []
+    assert rebuild(data) == starter_code(trial)

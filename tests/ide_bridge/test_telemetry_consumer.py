@@ -1,0 +1,176 @@
+"""The telemetry WebSocket through the full ASGI stack: who may connect, acks of the contiguous
+prefix, idempotent re-sends, resuming after a reload, and what happens to invalid events."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from ide_bridge.consumers import CLOSE_NOT_ACCEPTING, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from ide_bridge.models import TrialEvent
+from ide_bridge.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
+from study.models import Trial
+from tests.ide_bridge.telemetry_helpers import (
+    batch,
+    close_code,
+    event,
+    events,
+    journey_trial,
+    open_socket,
+    started_trial,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+def stored(trial: Trial) -> list[tuple[int, str]]:
+    return list(TrialEvent.objects.filter(trial=trial).order_by("seq").values_list("seq", "kind"))
+
+
+async def send(communicator: Any, message: dict[str, Any]) -> dict[str, Any]:
+    await communicator.send_json_to(message)
+    reply: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+    return reply
+
+
+async def test_anonymous_connection_is_closed_with_4401() -> None:
+    _, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, None)
+    assert await close_code(communicator) == CLOSE_UNAUTHENTICATED
+
+
+async def test_participant_cannot_open_other_participants_trial() -> None:
+    _, participant, trial = await database_sync_to_async(started_trial)()
+    other_client, _, _ = await database_sync_to_async(
+        lambda: started_trial(study=participant.study)
+    )()
+    communicator = await open_socket(trial.pk, other_client)
+    assert await close_code(communicator) == CLOSE_NOT_FOUND
+    missing = await open_socket(trial.pk + 1000, other_client)
+    assert await close_code(missing) == CLOSE_NOT_FOUND  # "missing" looks like "not yours"
+
+
+async def test_trial_not_started_or_long_closed_refuses_events() -> None:
+    client, participant, trial = await database_sync_to_async(journey_trial)()
+    pending = await database_sync_to_async(
+        lambda: participant.trials.filter(status=Trial.Status.PENDING).first()
+    )()
+    assert pending is not None  # the journey assigned four trials; only the first started
+    assert await close_code(await open_socket(pending.pk, client)) == CLOSE_NOT_ACCEPTING
+    long_ago = timezone.now() - timedelta(hours=2)
+    await database_sync_to_async(Trial.objects.filter(pk=trial.pk).update)(
+        status=Trial.Status.SUBMITTED, ended_at=long_ago
+    )
+    assert await close_code(await open_socket(trial.pk, client)) == CLOSE_NOT_ACCEPTING
+
+
+async def test_recently_closed_trial_still_flushes_its_last_events() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    await database_sync_to_async(Trial.objects.filter(pk=trial.pk).update)(
+        status=Trial.Status.SUBMITTED, ended_at=timezone.now() - timedelta(minutes=2)
+    )
+    communicator = await open_socket(trial.pk, client)
+    ack = await send(communicator, batch(events(1, 3)))
+    assert ack["seq"] == 3
+    await communicator.disconnect()
+
+
+async def test_batch_is_stored_and_acknowledged() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    ack = await send(communicator, batch(events(1, 50)))
+    assert ack == {
+        "type": "ack",
+        "seq": 50,
+        "last": 50,
+        "stored": 50,
+        "duplicates": 0,
+        "rejected": 0,
+        "dropped_keys": 0,
+        "errors": [],
+    }
+    rows = await database_sync_to_async(stored)(trial)
+    assert [seq for seq, _ in rows] == list(range(1, 51))
+    await communicator.disconnect()
+
+
+async def test_same_batch_twice_gives_the_same_ack_and_no_duplicate_rows() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    first = await send(communicator, batch(events(1, 20)))
+    again = await send(communicator, batch(events(1, 20)))
+    assert first["seq"] == again["seq"] == 20
+    assert (again["stored"], again["duplicates"]) == (0, 20)
+    assert len(await database_sync_to_async(stored)(trial)) == 20
+    await communicator.disconnect()
+
+
+async def test_ack_stays_at_the_contiguous_prefix_until_the_gap_is_filled() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    assert (await send(communicator, batch(events(1, 10))))["seq"] == 10
+    ahead = await send(communicator, batch(events(21, 30)))  # 11..20 lost in flight
+    assert (ahead["seq"], ahead["stored"], ahead["last"]) == (10, 10, 30)
+    partly = await send(communicator, batch(events(11, 15)))
+    assert partly["seq"] == 15
+    filled = await send(communicator, batch(events(16, 20)))
+    assert filled["seq"] == 30  # the gap closed: everything up to 30 is stored
+    assert len(await database_sync_to_async(stored)(trial)) == 30
+    await communicator.disconnect()
+
+
+async def test_hello_tells_a_reloaded_client_where_to_resume() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    assert (await send(communicator, {"type": "hello"}))["seq"] == 0
+    await send(communicator, batch([*events(1, 7), *events(9, 9)]))
+    await communicator.disconnect()
+
+    reloaded = await open_socket(trial.pk, client)
+    hello = await send(reloaded, {"type": "hello"})
+    assert (hello["type"], hello["seq"], hello["last"]) == ("ack", 7, None)
+    ack = await send(reloaded, batch(events(8, 12)))  # re-sends 9: counted once
+    assert (ack["seq"], ack["stored"], ack["duplicates"]) == (12, 4, 1)
+    await reloaded.disconnect()
+
+
+async def test_unknown_kind_takes_its_seq_as_a_counted_tombstone() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    items = [
+        event(1),
+        {"seq": 2, "ts": 1, "kind": "keylogger", "data": {"keys": "secret"}},
+        event(3, "paste", length=5, source="outside", lines=1, clipboard="dropped"),
+        event(4, "edit", changes="not a list"),
+    ]
+    ack = await send(communicator, batch(items))
+    assert (ack["seq"], ack["stored"], ack["rejected"], ack["dropped_keys"]) == (4, 2, 2, 1)
+    assert [e["seq"] for e in ack["errors"]] == [2, 4]
+    assert "unknown kind" in ack["errors"][0]["reason"]
+    rows = await database_sync_to_async(stored)(trial)
+    assert rows == [(1, "selection"), (2, REJECTED_KIND), (3, "paste"), (4, REJECTED_KIND)]
+    payloads = await database_sync_to_async(
+        lambda: dict(TrialEvent.objects.filter(trial=trial).values_list("seq", "payload"))
+    )()
+    assert "secret" not in str(payloads[2])  # the rejected payload is not kept
+    assert "clipboard" not in payloads[3]
+    await communicator.disconnect()
+
+
+async def test_broken_envelopes_are_refused_whole_and_the_socket_stays_open() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    too_many = await send(communicator, batch(events(1, MAX_BATCH_EVENTS + 1)))
+    assert (too_many["type"], too_many["code"]) == ("error", "too_many_events")
+    no_seq = await send(communicator, batch([{"ts": 1, "kind": "idle", "data": {}}]))
+    assert no_seq["code"] == "bad_seq"
+    await communicator.send_to(text_data="{not json")
+    assert (await communicator.receive_json_from())["code"] == "bad_json"
+    assert (await send(communicator, {"type": "nonsense"}))["code"] == "unknown_type"
+    assert await database_sync_to_async(stored)(trial) == []
+    assert (await send(communicator, batch(events(1, 2))))["seq"] == 2
+    await communicator.disconnect()

@@ -1,0 +1,171 @@
+"""The workspace in headless chromium: a participant types code into Monaco, runs the visible
+tests, reloads (code and timer come back), submits through the confirm dialog, watches the
+grading progress bar and reads the report. Grading runs eagerly here (the test settings), so
+the one submission calibrates and grades for real in the real sandbox (~20-60 s)."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.cache import cache
+
+from evaluation.instances import get_instance
+from evaluation.services import record_instance
+from study import participation
+from study.accounts import create_participants
+from study.demo_answers import answers_for
+from study.models import Arm, Participant, Trial
+from tests.factories import ResearcherFactory
+from tests.study.journey import journey_study
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+TEMPLATE = "sde-binary-palindromes"
+MONACO_LOADER = Path(django_settings.BASE_DIR) / "static" / "vendor" / "monaco" / "vs" / "loader.js"
+
+
+def _required(flag: str) -> bool:
+    return os.environ.get(flag, "") in {"1", "true", "yes"}
+
+
+@pytest.fixture
+def ready(settings: Any) -> None:
+    """Monaco installed into static/vendor and the bwrap sandbox working, or a skip."""
+    if not MONACO_LOADER.exists():
+        message = 'Monaco is not installed: run "npm ci && npm run vendor"'
+        if _required("REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from evaluation.sandbox import SandboxUnavailable, get_sandbox
+
+    try:
+        works, detail = get_sandbox("bwrap").self_test()
+    except SandboxUnavailable as exc:
+        works, detail = False, str(exc)
+    if not works:
+        if _required("REQUIRE_SERVICES"):
+            pytest.fail(f"the bwrap sandbox is required (REQUIRE_SERVICES=1): {detail}")
+        pytest.skip(f"the bwrap sandbox cannot run here: {detail}")
+    settings.EVALUATION_SANDBOX_BACKEND = "bwrap"
+    cache.clear()  # personal-link logins are rate-limited per address
+
+
+def assigned_participant() -> tuple[Participant, str, Trial]:
+    """A participant prepared on the server up to ASSIGNED (consent and screening are covered
+    by the study journey tests), whose first trial is the easy template without an assistant."""
+    study = journey_study()
+    Arm.objects.filter(study=study).update(ai_mode=Arm.AIMode.NONE)
+    account = create_participants(study, 1, created_by=ResearcherFactory.create())[0]
+    participant = account.participant
+    form = study.consent_form
+    assert form is not None and study.screening is not None
+    participation.give_consent(
+        participant,
+        agree=True,
+        checkboxes={box["id"]: True for box in form.checkboxes},
+        typed_name="Test Participant",
+    )
+    participant.refresh_from_db()
+    answers = answers_for(study.screening, random.Random(5), track_preference="SDE")
+    participation.submit_screening(participant, answers)
+    trial = participant.trials.order_by("period").first()
+    assert trial is not None
+    if trial.template_slug != TEMPLATE:  # the quickest template to calibrate and grade
+        row = record_instance(get_instance(TEMPLATE, trial.seed))
+        Trial.objects.filter(pk=trial.pk).update(template_slug=TEMPLATE, instance=row)
+        trial.refresh_from_db()
+    return participant, account.login_path, trial
+
+
+def editor_value(page: Any) -> str:
+    return str(page.evaluate("() => window.haiEditor.getValue()"))
+
+
+def wait_for_editor(page: Any) -> None:
+    page.wait_for_function("() => window.haiEditor && window.haiEditorReady", timeout=30_000)
+    page.locator("#editor .view-lines").wait_for()
+
+
+@pytest.mark.usefixtures("ready")
+def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    participant, login_path, trial = assigned_participant()
+    instance = get_instance(trial.template_slug, trial.seed)
+
+    page.goto(live_server.url + login_path)
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(f"**/ide/trials/{trial.pk}/")
+    wait_for_editor(page)
+    expect(page.get_by_text("Task 1").first).to_be_visible()
+    assert "NotImplementedError" in editor_value(page)  # the starter
+    expect(page.locator("#doc-panel")).to_contain_text(instance.context.get("company", ""))
+
+    # Type at the end of the starter, then run the visible tests: they fail.
+    page.locator("#editor .view-lines").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("# first attempt")
+    assert editor_value(page).endswith("# first attempt")
+    page.get_by_role("button", name="Run tests").click()
+    expect(page.locator("#console")).to_contain_text("NotImplementedError", timeout=30_000)
+    expect(page.locator("#run-summary")).to_contain_text("errors")
+
+    # A read-only file opens in the viewer, then back to solution.py.
+    page.locator(".ws-file[data-file='test_visible.py']").click()
+    expect(page.locator("#viewer")).to_be_visible()
+    expect(page.locator("#editor-mode")).to_be_visible()
+    page.locator(".ws-file[data-file='solution.py']").click()
+    expect(page.locator("#editor")).to_be_visible()
+
+    # A working solution (pasted, as from another editor), finished by typing: tests pass.
+    page.evaluate("(code) => window.haiEditor.setValue(code)", instance.references["efficient"])
+    page.locator("#editor .view-lines").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.type("# reviewed")
+    code = editor_value(page)
+    assert code.rstrip().endswith("# reviewed")
+    page.get_by_role("button", name="Run tests").click()
+    expect(page.locator("#run-summary")).to_contain_text("tests passed", timeout=30_000)
+    expect(page.locator("#console")).to_contain_text("OK")
+    trial.refresh_from_db()
+    assert trial.draft_code == code  # the run saved it on the server
+
+    # Reload: the same code and a running timer come back from the server.
+    page.reload()
+    wait_for_editor(page)
+    assert editor_value(page) == code
+    expect(page.locator("#time-left")).to_have_text(re.compile(r"^\d+:\d\d$"))
+    left = page.locator("#time-left").inner_text()
+    assert 55 <= int(left.split(":")[0]) <= 60, left
+
+    # Submit through the confirm dialog; the progress bar shows, then the report.
+    page.get_by_role("button", name="Submit…").click()
+    dialog = page.locator("#submit-modal")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Submit (final)").click()
+    expect(page.locator("#grading")).to_be_visible()
+    expect(page.locator("#grading-progress")).to_be_visible()
+    expect(page.locator("#report")).to_contain_text("checks passed", timeout=240_000)
+    expect(page.locator("#grading-bar")).to_have_attribute("style", re.compile("width: 100%"))
+    expect(page.get_by_role("button", name="Run tests")).to_be_disabled()
+    assert page.evaluate("() => window.haiEditor.getOption(window.monaco.editor.EditorOption.readOnly)")
+
+    trial.refresh_from_db()
+    assert trial.status == Trial.Status.SUBMITTED
+    assert trial.submission is not None
+    assert bytes(trial.submission.source) == code.encode()
+    assert trial.evaluation is not None and trial.evaluation.status == "done"
+
+    # The closed trial, reopened, shows the graded state again (no editing, no timer).
+    page.reload()
+    expect(page.locator("#report")).to_contain_text("checks passed", timeout=30_000)
+    expect(page.locator("#timer")).to_be_hidden()
+    page.get_by_role("link", name="Continue").click()
+    page.wait_for_url(f"**/study/trials/{trial.pk}/questionnaire/")

@@ -1,0 +1,304 @@
+"""Statistics and figures of the results dashboard against answers worked out by hand.
+
+No database: ``study.stats``, ``study.results.table2`` and the figures are pure functions of the
+trial-level rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import pytest
+
+from study.results import figures, table2, wilson
+from study.stats import (
+    holm,
+    mcnemar_exact,
+    mixed_model,
+    paired_stats,
+    paired_test,
+    paired_values,
+)
+
+WITHOUT = [10.0, 12.0, 9.0, 15.0, 11.0]
+WITH = [8.0, 9.0, 9.0, 11.0, 7.0]
+
+
+def row(pid: str, ai: bool, period: int, **values: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "trial_id": hash((pid, period)) % 10_000,
+        "participant": pid,
+        "participant_stage": "complete",
+        "track": "SDE",
+        "condition": "B" if ai else "A",
+        "arm": "AI" if ai else "No AI",
+        "ai_mode": "chat" if ai else "none",
+        "ai": ai,
+        "template": f"task-{period}",
+        "difficulty": "easy",
+        "session": 1 + (period - 1) // 2,
+        "period": period,
+        "status": "submitted",
+        "grading_status": "done",
+        "overall_pass": None,
+        "partial_pass": None,
+        "completion_time_s": None,
+        "tokens": 1000 if ai else None,
+        "ai_requests": 3 if ai else None,
+        "confidence": None,
+        "nasa_tlx": None,
+    }
+    base.update(values)
+    return base
+
+
+# --- Paired t, d_z, d_av, Wilcoxon ----------------------------------------------------------
+def test_paired_t_and_effect_sizes_match_the_hand_computation() -> None:
+    r = paired_test(WITHOUT, WITH)
+    # differences (with - without): -2, -3, 0, -4, -4 -> mean -2.6, SD sqrt(11.2 / 4) = 1.6733
+    assert r["n"] == 5
+    assert r["mean_diff"] == pytest.approx(-2.6)
+    assert r["sd_diff"] == pytest.approx(math.sqrt(2.8))
+    assert r["t"] == pytest.approx(-2.6 / (math.sqrt(2.8) / math.sqrt(5)))  # -3.4744
+    assert r["t"] == pytest.approx(-3.4744, abs=1e-4)
+    assert r["df"] == 4
+    assert r["p_t"] == pytest.approx(0.025481, abs=1e-6)
+    assert r["d_z"] == pytest.approx(-2.6 / math.sqrt(2.8))  # -1.5538
+    # d_av: SDs sqrt(5.3) and sqrt(2.2) -> -2.6 / 1.8927 = -1.3737 (not d_z!)
+    assert r["d_av"] == pytest.approx(-2.6 / ((math.sqrt(5.3) + math.sqrt(2.2)) / 2))
+    assert r["d_av"] != pytest.approx(r["d_z"])
+    # 95 % CI: mean +- t(0.975, 4) * SE, t(0.975, 4) = 2.776445
+    half = 2.776445 * math.sqrt(2.8) / math.sqrt(5)
+    assert r["ci_low"] == pytest.approx(-2.6 - half, abs=1e-5)
+    assert r["ci_high"] == pytest.approx(-2.6 + half, abs=1e-5)
+
+
+def exact_wilcoxon_p(diffs: list[float]) -> float:
+    """Two-sided exact signed-rank p by enumerating every sign pattern (no ties, no zeros)."""
+    ranks = {d: i + 1 for i, d in enumerate(sorted(diffs, key=abs))}
+    w_minus = sum(ranks[d] for d in diffs if d < 0)
+    w_plus = sum(ranks[d] for d in diffs if d > 0)
+    observed = min(w_minus, w_plus)
+    n = len(diffs)
+    extreme = sum(
+        1
+        for signs in itertools.product((0, 1), repeat=n)
+        if sum(rank * s for rank, s in zip(range(1, n + 1), signs, strict=True)) <= observed
+    )
+    return min(1.0, 2 * extreme / 2**n)
+
+
+def test_wilcoxon_matches_exact_enumeration() -> None:
+    without = [1.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+    with_ai = [2.0, 1.0, 4.0, 5.0, 6.0, 7.0]  # differences 1, -2, 3, 4, 5, 6
+    r = paired_test(without, with_ai)
+    assert r["wilcoxon_w"] == 2.0  # the smaller rank sum: only rank 2 is negative
+    assert r["p_wilcoxon"] == pytest.approx(6 / 64)  # P(W <= 2) = 3/64, two-sided
+    assert r["p_wilcoxon"] == pytest.approx(exact_wilcoxon_p([1, -2, 3, 4, 5, 6]))
+
+
+def test_paired_test_needs_two_pairs_and_survives_constant_differences() -> None:
+    assert paired_test([1.0], [2.0]) == {
+        "n": 1,
+        "computed": False,
+        "reason": "needs at least 2 participants with both conditions (have 1)",
+    }
+    constant = paired_test([1.0, 2.0, 3.0], [2.0, 3.0, 4.0])
+    assert constant["computed"] and constant["t"] is None and constant["d_z"] is None
+    same = paired_test([1.0, 2.0], [1.0, 2.0])
+    assert same["p_wilcoxon"] is None and same["mean_diff"] == 0.0
+
+
+def test_per_participant_means_pair_only_complete_participants() -> None:
+    rows = [
+        row("p1", False, 1, nasa_tlx=40.0),
+        row("p1", True, 2, nasa_tlx=30.0),
+        row("p1", False, 3, nasa_tlx=60.0),
+        row("p1", True, 4, nasa_tlx=None),  # unanswered: left out, not zero
+        row("p2", False, 1, nasa_tlx=10.0),  # no AI trial: not paired
+    ]
+    assert paired_values(rows, "nasa_tlx") == [("p1", 50.0, 30.0)]
+
+
+# --- McNemar and Holm ---------------------------------------------------------------------
+def test_mcnemar_exact_p_for_a_known_table() -> None:
+    pairs = [(True, True)] * 3 + [(True, False)] + [(False, True)] * 7 + [(False, False)] * 2
+    r = mcnemar_exact(pairs)
+    assert r["table"] == [[3, 1], [7, 2]]
+    # exact: 2 * P(X <= 1 | n = 8, p = .5) = 2 * 9 / 256
+    assert r["p"] == pytest.approx(18 / 256)
+    assert r["statistic"] == 1.0
+    assert r["risk_difference"] == pytest.approx(6 / 13)
+    assert mcnemar_exact([])["computed"] is False
+
+
+def test_holm_adjusts_like_the_textbook() -> None:
+    # sorted: .005*4 = .02, .01*3 = .03, .03*2 = .06, .04*1 = .04 -> monotone .06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adjusted = holm([0.01, None, 0.04])
+    assert adjusted[1] is None
+    assert adjusted[0] == pytest.approx(0.02) and adjusted[2] == pytest.approx(0.04)
+
+
+def pass_rows() -> list[dict[str, Any]]:
+    """13 participants, two trials per condition, giving the McNemar table [[3, 1], [7, 2]].
+    A participant passes a condition when at least half of its trials passed."""
+    patterns = (
+        [((1, 0), (0, 1))] * 3  # both conditions passed (one of two each)
+        + [((1, 1), (0, 0))]  # only without AI
+        + [((0, 0), (1, 0))] * 7  # only with AI
+        + [((0, 0), (0, 0))] * 2  # neither
+    )
+    rows = []
+    for i, (without, with_ai) in enumerate(patterns):
+        pid = f"p{i:02d}"
+        rows += [
+            row(pid, False, 1, overall_pass=without[0]),
+            row(pid, True, 2, overall_pass=with_ai[0]),
+        ]
+        rows += [
+            row(pid, False, 3, overall_pass=without[1]),
+            row(pid, True, 4, overall_pass=with_ai[1]),
+        ]
+    return rows
+
+
+def test_paired_stats_primary_outcome_uses_the_half_of_trials_rule() -> None:
+    result = paired_stats(pass_rows())
+    primary = result["primary"]
+    assert primary["table"] == [[3, 1], [7, 2]]
+    assert primary["p"] == pytest.approx(18 / 256)
+    assert "7 passed only with the assistant and 1 only without it" in primary["caption"]
+    assert "exact McNemar test, p = .070" in primary["caption"]
+
+
+def test_secondary_outcomes_are_holm_adjusted_together_with_captions() -> None:
+    rows = []
+    for i, (w, a) in enumerate(zip(WITHOUT, WITH, strict=True)):
+        pid = f"p{i}"
+        rows.append(row(pid, False, 1, completion_time_s=w * 60, nasa_tlx=w * 5, partial_pass=0.5))
+        rows.append(
+            row(pid, True, 2, completion_time_s=a * 60, nasa_tlx=a * 5 + i, partial_pass=0.5)
+        )
+    result = paired_stats(rows)
+    by_outcome = {r["outcome"]: r for r in result["secondary"]}
+    time = by_outcome["completion_time_s"]
+    assert time["p_t"] == pytest.approx(0.025481, abs=1e-6)
+    present = [r["p_t"] for r in result["secondary"] if r.get("p_t") is not None]
+    expected = dict(zip(present, holm(present), strict=True))
+    assert time["p_holm"] == pytest.approx(expected[time["p_t"]])
+    assert time["p_holm"] > time["p_t"]
+    assert by_outcome["confidence"]["computed"] is False  # nobody answered
+    assert by_outcome["partial_pass"]["p_t"] is None  # no variation: no t, no Holm entry
+    caption = time["caption"]
+    assert caption.startswith("Completion time (PAR-60): on average 2.6 min less with the AI")
+    assert "d_z = -1.55 (d_av = -1.37)" in caption
+    assert "Holm-adjusted p = " in caption
+    assert "n = 5 participants" in caption
+    assert "not computed" in by_outcome["confidence"]["caption"]
+
+
+def mixed_rows(n: int) -> list[dict[str, Any]]:
+    """AI saves exactly 5 minutes; participants and tasks add known offsets, plus a small
+    deterministic wobble so the residual variance is not zero."""
+    rows = []
+    for i in range(n):
+        pid = f"p{i:02d}"
+        for period in (1, 2, 3, 4):
+            ai = (period + i) % 2 == 0
+            task = (3 * i + period) % 7  # tasks cross conditions (as a Latin square makes sure)
+            minutes = 40 + (i % 5) * 2 + task - (5 if ai else 0)
+            minutes += 0.3 * ((i * 7 + period * 3) % 5 - 2)
+            rows.append(
+                row(pid, ai, period, template=f"task-{task}", completion_time_s=minutes * 60)
+            )
+    return rows
+
+
+def test_mixed_model_recovers_the_effect_when_there_are_enough_participants() -> None:
+    result = mixed_model(mixed_rows(12))
+    assert result["computed"] is True
+    assert result["n_participants"] == 12 and result["n_trials"] == 48
+    assert result["effect_min"] == pytest.approx(-5.0, abs=0.5)
+    assert result["ci_low_min"] < result["effect_min"] < result["ci_high_min"] < 0
+    assert result["p"] < 0.001
+
+
+def test_mixed_model_is_skipped_with_too_few_participants_and_says_why() -> None:
+    result = paired_stats(mixed_rows(9))
+    assert result["mixed"]["computed"] is False
+    assert result["mixed"]["caption"] == (
+        "Mixed-effects model skipped: it needs at least 10 participants with trials in both "
+        "conditions (have 9)."
+    )
+
+
+# --- Table 2 ------------------------------------------------------------------------------
+def test_table2_counts_and_wilson_intervals() -> None:
+    rows = [row(f"a{i}", False, 1, overall_pass=int(i < 8), partial_pass=0.5) for i in range(10)]
+    rows += [
+        row(f"a{i}", True, 2, overall_pass=1, difficulty="hard", track="MLE", tokens=500)
+        for i in range(3)
+    ]
+    rows.append(row("a9", True, 4, overall_pass=None))  # grading not finished: not counted
+    table = table2(rows)
+    assert [c["condition"] for c in table["conditions"]] == ["A", "B"]
+    overall = table["sections"][0]["rows"][0]["cells"]
+    assert overall[0]["n"] == 10 and overall[0]["pass_at_1"] == pytest.approx(0.8)
+    assert overall[0]["pass_ci"] == pytest.approx([0.490162, 0.943318], abs=1e-6)
+    assert overall[1]["n"] == 3 and overall[1]["n_trials"] == 4
+    assert overall[1]["tokens"] == pytest.approx((500 * 3 + 1000) / 4)
+    assert overall[0]["tokens"] is None  # no AI, no tokens
+    by_difficulty = {r["label"]: r["cells"] for r in table["sections"][1]["rows"]}
+    assert list(by_difficulty) == ["Easy", "Hard"]
+    assert by_difficulty["Hard"][0]["n"] == 0 and by_difficulty["Hard"][0]["pass_at_1"] is None
+    by_track = {r["label"]: r["cells"] for r in table["sections"][2]["rows"]}
+    assert by_track["MLE"][1]["n"] == 3
+    assert wilson(0, 0) == (None, None)
+
+
+# --- Figures ------------------------------------------------------------------------------
+def test_figures_as_plotly_dicts() -> None:
+    rows = [
+        row(
+            "p1", False, 1, overall_pass=1, completion_time_s=1800.0, nasa_tlx=50.0, confidence=6.0
+        ),
+        row("p1", True, 2, overall_pass=0, completion_time_s=3600.0, nasa_tlx=30.0, confidence=3.0),
+        row("p2", False, 1, overall_pass=0, completion_time_s=3600.0, difficulty="hard"),
+        row("p2", True, 2, overall_pass=1, completion_time_s=900.0, difficulty="hard"),
+    ]
+    figs = {
+        name: fig.to_dict()
+        for name, fig in figures(rows, ai_roles=[("Wrote code", 5), ("Found bugs", 2)]).items()
+    }
+    assert set(figs) == {"pass_rates", "completion_times", "confidence_load", "ai_roles"}
+
+    bars = {t["name"]: t for t in figs["pass_rates"]["data"]}
+    assert set(bars) == {"A: No AI", "B: AI"}
+    assert list(bars["A: No AI"]["x"]) == ["All", "easy", "hard"]
+    assert list(bars["A: No AI"]["y"]) == [50.0, 100.0, 0.0]
+    assert list(bars["A: No AI"]["text"]) == ["n = 2", "n = 1", "n = 1"]
+    error = bars["A: No AI"]["error_y"]
+    low, high = wilson(1, 2)
+    assert error["arrayminus"][0] == pytest.approx(round(100 * (0.5 - low), 1))  # type: ignore[operator]
+    assert error["array"][0] == pytest.approx(round(100 * (high - 0.5), 1))  # type: ignore[operator]
+
+    boxes = {t["name"]: list(t["y"]) for t in figs["completion_times"]["data"]}
+    assert boxes == {"A: No AI": [30.0, 60.0], "B: AI": [60.0, 15.0]}
+
+    scatter = {t["name"]: t for t in figs["confidence_load"]["data"]}
+    assert list(scatter["A: No AI"]["x"]) == [50.0] and list(scatter["A: No AI"]["y"]) == [6.0]
+    assert list(scatter["B: AI"]["x"]) == [30.0]  # p2 answered nothing
+
+    roles = figs["ai_roles"]["data"][0]
+    assert list(roles["y"]) == ["Found bugs", "Wrote code"]  # largest drawn on top
+    assert list(roles["x"]) == [2, 5]
+
+
+def test_figures_without_data_still_render() -> None:
+    figs = figures([], ai_roles=[])
+    assert figs["pass_rates"].to_dict()["data"] == []
+    annotations = figs["ai_roles"].to_dict()["layout"]["annotations"]
+    assert annotations[0]["text"] == "No answers yet"
