@@ -154,7 +154,9 @@ def make_editors(n: int) -> list[tuple[int, str]]:
     from tests.study.factories_study import make_participant, make_study
 
     slug = "sde-binary-palindromes"
-    study = make_study(templates=[(slug, "easy")], conditions="A", slug=f"bench-{os.urandom(4).hex()}")
+    study = make_study(
+        templates=[(slug, "easy")], conditions="A", slug=f"bench-{os.urandom(4).hex()}"
+    )
     Arm.objects.filter(study=study).update(ai_mode="inline_chat")
     arm = study.arms.get()
     instance = record_instance(get_instance(slug, 1))
@@ -201,6 +203,12 @@ class Server:
                 time.sleep(0.2)
         raise RuntimeError("daphne did not start")
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of the server process so far, all threads."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill(self) -> None:
         if self.proc is not None:
             self.proc.send_signal(signal.SIGKILL)
@@ -226,6 +234,26 @@ async def connect(port: int, trial_id: int, cookie: str) -> WebSocket:
     return ws
 
 
+def cpu_use(server: Server, start: dict[str, float], elapsed: float) -> dict[str, float]:
+    """Cores used by the server and by this client over the window (1.0 = one full core)."""
+    return {
+        "server_cores": round((server.cpu_seconds() - start["server"]) / elapsed, 2),
+        "client_cores": round((time.process_time() - start["client"]) / elapsed, 2),
+    }
+
+
+async def connect_all(port: int, editors: list[tuple[int, str]]) -> list[WebSocket]:
+    """Open every editor's socket, ten handshakes at a time (people do not all arrive in the
+    same millisecond; daphne's listen backlog is 50)."""
+    gate = asyncio.Semaphore(10)
+
+    async def one(trial_id: int, cookie: str) -> WebSocket:
+        async with gate:
+            return await connect(port, trial_id, cookie)
+
+    return list(await asyncio.gather(*(one(t, c) for t, c in editors)))
+
+
 def make_event(seq: int, number: int, rng: random.Random) -> dict[str, Any]:
     """A realistic mix: mostly one-change edits, selections, a checkpoint every 50th event.
     ``number`` is unique per editor and lands in the payload, to count losses and doubles."""
@@ -246,7 +274,10 @@ def batch_text(events: list[dict[str, Any]]) -> str:
 
 
 # --- 1. Sustained ingest --------------------------------------------------------------------------
-async def sustained(port: int, editors: list[tuple[int, str]], seconds: float) -> dict[str, Any]:
+async def sustained(
+    server: Server, editors: list[tuple[int, str]], seconds: float
+) -> dict[str, Any]:
+    port = server.port
     acked_total = 0
     measuring = {"start": 0.0, "acked": 0}
     rng = random.Random(1)
@@ -283,17 +314,20 @@ async def sustained(port: int, editors: list[tuple[int, str]], seconds: float) -
         return last_ack
 
     warmup = 3.0
+    cpu: dict[str, float] = {}
     start = time.monotonic()
     stop_at = start + warmup + seconds
 
     async def meter() -> None:
         await asyncio.sleep(warmup)
+        cpu.update(server=server.cpu_seconds(), client=time.process_time())
         measuring.update(start=time.monotonic(), acked=acked_total)
 
     tasks = [editor(t, c, stop_at) for t, c in editors]
     _, *per_editor = await asyncio.gather(meter(), *tasks)
     elapsed = time.monotonic() - measuring["start"]
     return {
+        **cpu_use(server, cpu, elapsed),
         "editors": len(editors),
         "batch_events": 500,
         "in_flight_per_editor": 2,
@@ -312,19 +346,21 @@ def count_rows(trial_ids: list[int]) -> int:
 
 # --- 2. Ack latency ---------------------------------------------------------------------------------
 async def latency(
-    port: int, editors: list[tuple[int, str]], seconds: float, per_event: bool
+    server: Server, editors: list[tuple[int, str]], seconds: float, per_event: bool
 ) -> dict[str, Any]:
+    port = server.port
     rate = 10  # events per second per editor
     interval = 1 / rate if per_event else 1.0
     per_message = 1 if per_event else rate
     samples: list[float] = []
+    sockets = await connect_all(port, editors)
+    begin = time.monotonic() + 0.5
+    cpu = {"server": server.cpu_seconds(), "client": time.process_time()}
 
-    async def editor(trial_id: int, cookie: str, index: int) -> None:
+    async def editor(ws: WebSocket, index: int) -> None:
         rng = random.Random(index)
-        ws = await connect(port, trial_id, cookie)
-        await asyncio.sleep(interval * index / len(editors))  # spread the editors' phases
         seq, sent_at = 0, {}
-        start = time.monotonic()
+        start = begin + interval * index / len(editors)  # the editors' phases are spread
         n_messages = int(seconds / interval)
 
         async def reader() -> None:
@@ -342,9 +378,9 @@ async def latency(
         await asyncio.wait_for(reading, timeout=60)
         await ws.close()
 
-    t0 = time.monotonic()
-    await asyncio.gather(*(editor(t, c, i) for i, (t, c) in enumerate(editors)))
-    elapsed = time.monotonic() - t0
+    await asyncio.gather(*(editor(ws, i) for i, ws in enumerate(sockets)))
+    elapsed = time.monotonic() - begin
+    usage = cpu_use(server, cpu, elapsed)
     ms = sorted(1000 * s for s in samples)
     return {
         "editors": len(editors),
@@ -356,6 +392,7 @@ async def latency(
         "ack_ms_p90": round(ms[int(0.90 * len(ms)) - 1], 1),
         "ack_ms_p99": round(ms[int(0.99 * len(ms)) - 1], 1),
         "ack_ms_max": round(ms[-1], 1),
+        **usage,
     }
 
 
@@ -461,7 +498,12 @@ def count_losses(made: dict[int, int]) -> dict[str, int]:
         stored += len(numbers)
         lost += len(set(range(1, n + 1)) - set(numbers))
         doubled += len(numbers) - len(set(numbers))
-    return {"events_sent": sum(made.values()), "rows_stored": stored, "lost": lost, "doubled": doubled}
+    return {
+        "events_sent": sum(made.values()),
+        "rows_stored": stored,
+        "lost": lost,
+        "doubled": doubled,
+    }
 
 
 # --- Main ---------------------------------------------------------------------------------------------
@@ -471,6 +513,9 @@ def main() -> None:
     parser.add_argument("--editors", type=int, default=100)
     parser.add_argument("--ingest-editors", type=int, default=4)
     parser.add_argument("--conn-max-age", type=int, default=0, help="DJANGO_CONN_MAX_AGE")
+    parser.add_argument(
+        "--per-event", action="store_true", help="also: every event in its own message"
+    )
     parser.add_argument("--only", choices=["sustained", "latency", "disconnects"])
     args = parser.parse_args()
 
@@ -486,26 +531,29 @@ def main() -> None:
         "server": "daphne config.asgi:application, config.settings.dev with DJANGO_DEBUG=0, "
         f"no Redis (in-memory channel layer), DJANGO_CONN_MAX_AGE={args.conn_max_age}",
         "cpus": os.cpu_count(),
+        "loadavg_before": os.getloadavg(),
     }
     try:
         if args.only in (None, "sustained"):
             editors = make_editors(args.ingest_editors)
-            result = asyncio.run(sustained(server.port, editors, args.seconds))
+            result = asyncio.run(sustained(server, editors, args.seconds))
             result["rows_in_db"] = count_rows([t for t, _ in editors])
             result["rows_match_acks"] = result["rows_in_db"] == result["acked_total"]
             results["sustained"] = result
         if args.only in (None, "latency"):
             results["latency_batched"] = asyncio.run(
-                latency(server.port, make_editors(args.editors), args.seconds, per_event=False)
+                latency(server, make_editors(args.editors), args.seconds, per_event=False)
             )
-            results["latency_per_event"] = asyncio.run(
-                latency(server.port, make_editors(args.editors), args.seconds, per_event=True)
-            )
+            if args.per_event:
+                results["latency_per_event"] = asyncio.run(
+                    latency(server, make_editors(args.editors), args.seconds, per_event=True)
+                )
         if args.only in (None, "disconnects"):
             result = asyncio.run(disconnects(server, make_editors(args.editors), args.seconds))
             results["disconnects"] = {**result, **count_losses(result.pop("made"))}
     finally:
         server.stop()
+    results["loadavg_after"] = os.getloadavg()
     print(json.dumps(results, indent=2))
 
 

@@ -7,3 +7,19 @@ class IdeBridgeConfig(AppConfig):
     name = "ide_bridge"
     verbose_name = "IDE bridge"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The study layer asks for deletions and extra export tables/metrics through signals
+        # and registries, because it must not import this app.
+        from study import signals
+
+        from ide_bridge import data_removal, exports, metrics
+
+        signals.participant_data_deleted.connect(
+            data_removal.delete_participant_data, dispatch_uid="ide-delete-participant-data"
+        )
+        signals.telemetry_purge_requested.connect(
+            data_removal.purge_telemetry, dispatch_uid="ide-purge-telemetry"
+        )
+        exports.register_export_tables()
+        metrics.register()

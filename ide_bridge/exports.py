@@ -15,13 +15,23 @@ server receipt minus client time).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.db import connection
 from django.db.models import Avg, Count, Q, Sum
 
+from ide_bridge.export_payloads import (
+    CATEGORY,
+    INTERNAL_ALL,
+    OTHER,
+    PUBLIC_KEYS,
+    clean_kind,
+    clean_payload,
+    sql_category,
+    sql_kind,
+    sql_payload,
+)
 from ide_bridge.models import AIRequest, TrialEvent
 from study.exports.registry import (
     Column,
@@ -32,139 +42,6 @@ from study.exports.registry import (
     iso,
     register_table,
 )
-
-_TOKEN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_HEX_ID = re.compile(r"^[0-9a-f]{16}$")  # never let something shaped like an internal id out
-Rule = Callable[[Any], bool]
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _bool(v: Any) -> bool:
-    return isinstance(v, bool)
-
-
-def _token(v: Any) -> bool:
-    return isinstance(v, str) and bool(_TOKEN.match(v)) and not _HEX_ID.match(v)
-
-
-def _int_bool_token(v: Any) -> bool:
-    return _int(v) or _bool(v) or _token(v)
-
-
-def _text(v: Any) -> bool:  # internal only: identifiers such as request ids and model names
-    return isinstance(v, str) and len(v) <= 200
-
-
-def _ids(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(i, str) and len(i) <= 200 for i in v)
-
-
-NUM, BOOL, TOKEN = _int, _bool, _token
-PUBLIC_KEYS: dict[str, dict[str, Rule]] = {
-    "task_load": {"versionId": NUM, "length": NUM},
-    "trial_end": {"reason": TOKEN},
-    "submit": {"versionId": NUM, "length": NUM},
-    "skip_task": {"reason": TOKEN},
-    "code_reset": {"versionId": NUM},
-    "checkpoint": {"versionId": NUM, "reason": TOKEN},
-    "edit": {"versionId": NUM, "isUndoing": BOOL, "isRedoing": BOOL, "isFlush": BOOL},
-    "paste": {"length": NUM, "lines": NUM, "source": TOKEN, "offset": NUM},
-    "copy": {"length": NUM, "source": TOKEN, "cut": BOOL},
-    "selection": {"offset": NUM, "length": NUM, "line": NUM, "column": NUM},
-    "page_visibility": {"state": TOKEN, "hidden_ms": NUM},
-    "window_focus": {"focused": BOOL, "away_ms": NUM},
-    "idle": {"state": TOKEN, "idle_ms": NUM},
-    "run_code": {"exit_status": NUM, "duration_ms": NUM, "timed_out": BOOL},
-    "run_tests": {"passed": NUM, "failed": NUM, "errors": NUM, "total": NUM, "duration_ms": NUM},
-    "suggestion_request": {"trigger": TOKEN, "offset": NUM},
-    "suggestion_shown": {"length": NUM, "lines": NUM, "latency_ms": NUM},
-    "suggestion_accept": {"partial": BOOL, "length": NUM},
-    "suggestion_reject": {"reason": TOKEN},
-    "chat_user_message": {"length": NUM, "stage": TOKEN},
-    "chat_assistant_response": {"length": NUM, "has_code": BOOL, "latency_ms": NUM},
-    "copy_from_chat": {"length": NUM},
-    "chat_feedback": {"value": _int_bool_token},
-    "edit_preview": {"length": NUM},
-    "edit_accept": {"length": NUM},
-    "ai_state": {"enabled": BOOL, "copilot": BOOL},
-}
-_AI_ID = {"request_id": _text}
-INTERNAL_KEYS: dict[str, dict[str, Rule]] = {
-    "submit": {"sha256": _text},
-    "ai_state": {"provider": _text, "model": _text},
-    "extensions": {"ids": _ids},
-    **{k: _AI_ID for k in PUBLIC_KEYS if k.startswith(("suggestion_", "chat_", "edit_"))},
-    "copy_from_chat": _AI_ID,
-    "edit_reject": _AI_ID,
-    "suggestion_ignored": _AI_ID,
-    "suggestion_cancel": _AI_ID,
-    "rejected": {"reason": _text, "kind": _text},
-}
-INTERNAL_ALL = {
-    kind: {**PUBLIC_KEYS.get(kind, {}), **INTERNAL_KEYS.get(kind, {})}
-    for kind in {*PUBLIC_KEYS, *INTERNAL_KEYS}
-}
-
-
-def _edit_sizes(data: dict[str, Any], out: dict[str, Any]) -> None:
-    changes = data.get("changes")
-    if isinstance(changes, list):
-        out["n_changes"] = len(changes)
-        out["chars_inserted"] = sum(len(c.get("text", "")) for c in changes if isinstance(c, dict))
-        out["chars_deleted"] = sum(
-            c["rangeLength"] for c in changes if isinstance(c, dict) and _int(c.get("rangeLength"))
-        )
-
-
-def _code_length(data: dict[str, Any], out: dict[str, Any]) -> None:
-    if isinstance(data.get("code"), str):
-        out["code_length"] = len(data["code"])
-
-
-def _output_length(data: dict[str, Any], out: dict[str, Any]) -> None:
-    if isinstance(data.get("output"), str):
-        out["output_length"] = len(data["output"])
-
-
-def _n_extensions(data: dict[str, Any], out: dict[str, Any]) -> None:
-    if isinstance(data.get("ids"), list):
-        out["n_extensions"] = len(data["ids"])
-
-
-DERIVED: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
-    "edit": _edit_sizes,
-    "checkpoint": _code_length,
-    "code_reset": _code_length,
-    "run_code": _output_length,
-    "extensions": _n_extensions,
-}
-CATEGORY = {
-    **dict.fromkeys(("task_load", "trial_start", "trial_end", "submit", "skip_task"), "lifecycle"),
-    **dict.fromkeys(("edit", "selection", "code_reset", "checkpoint"), "editing"),
-    **dict.fromkeys(("paste", "copy"), "clipboard"),
-    **dict.fromkeys(("editor_focus", "editor_blur", "page_visibility", "window_focus"), "focus"),
-    "idle": "idle",
-    **dict.fromkeys(("run_code", "run_tests"), "run"),
-    **{k: "ai" for k in INTERNAL_ALL if k.startswith(("suggestion_", "chat_", "edit_"))},
-    **dict.fromkeys(("copy_from_chat", "chat_clear", "ai_state"), "ai"),
-    "extensions": "environment",
-    "rejected": "rejected",
-}
-
-
-def clean_payload(kind: str, data: Any, rules: dict[str, dict[str, Rule]]) -> str | None:
-    """The whitelisted (and derived) part of a payload as compact JSON, or None."""
-    if not isinstance(data, dict):
-        return None
-    allowed = rules.get(kind)
-    out = {k: v for k, v in data.items() if allowed and k in allowed and allowed[k](v)}
-    derive = DERIVED.get(kind)
-    if derive:
-        derive(data, out)
-    return json.dumps(out, separators=(",", ":"), sort_keys=True) if out else None
 
 
 def clock_offsets(trial_ids: list[int]) -> dict[int, int]:
@@ -203,31 +80,64 @@ EVENT_COLUMNS = (
 )  # fmt: skip
 
 
+def _shifts(ctx: ExportContext) -> dict[int, int | None]:
+    """Per trial, what to add to a client timestamp to get ms since the trial started."""
+    offsets = clock_offsets(list(ctx.trials))
+    return {
+        trial_id: (offsets.get(trial_id, 0) - ref.origin_ms if ref.origin_ms is not None else None)
+        for trial_id, ref in ctx.trials.items()
+    }
+
+
+def _stored_events(trial_id: int) -> Iterator[tuple[int, int, str, Any]]:
+    """(seq, client_ts, kind, payload) of a trial in seq order, streamed (server-side cursor)."""
+    rows = (
+        TrialEvent.objects.filter(trial_id=trial_id)
+        .order_by("seq")
+        .values_list("seq", "client_ts", "kind", "payload")
+    )
+    yield from rows.iterator(chunk_size=5000)
+
+
 def event_rows(ctx: ExportContext) -> Iterator[Row]:
     rules = PUBLIC_KEYS if ctx.public else INTERNAL_ALL
-    offsets = clock_offsets(list(ctx.trials))
+    shifts = _shifts(ctx)
     for trial_id, ref in ctx.trials.items():
-        pid, session, period = ref.participant.pseudonym, ref.session_index, ref.period
-        origin = ref.origin_ms
-        shift = offsets.get(trial_id, 0) - origin if origin is not None else None
-        events = (
-            TrialEvent.objects.filter(trial_id=trial_id)
-            .order_by("seq")
-            .values_list("seq", "client_ts", "kind", "payload")
-        )
-        for seq, client_ts, kind, payload in events.iterator(chunk_size=5000):
+        pid, session, period, shift = (
+            ref.participant.pseudonym, ref.session_index, ref.period, shifts[trial_id],
+        )  # fmt: skip
+        for seq, client_ts, kind, payload in _stored_events(trial_id):
             yield (
                 pid,
                 session,
                 period,
                 seq,
                 client_ts + shift if shift is not None else None,
-                kind,
-                CATEGORY.get(kind, "other"),
+                clean_kind(kind),
+                CATEGORY.get(kind, OTHER),
                 clean_payload(kind, payload, rules),
                 trial_id,
                 client_ts,
             )
+
+
+def event_copy(ctx: ExportContext) -> list[tuple[str, Sequence[Any]]] | None:
+    """PostgreSQL fast path of the public profile: one ``COPY ... TO STDOUT (FORMAT csv)`` per
+    trial producing exactly the public columns, payloads cleaned in SQL (same rules and text
+    as :func:`event_rows`). None elsewhere: the rows path applies."""
+    payload = sql_payload(PUBLIC_KEYS)
+    if not ctx.public or connection.vendor != "postgresql" or payload is None:
+        return None
+    statement = (
+        f"COPY (SELECT %s, %s, %s, seq, client_ts + %s, {sql_kind()}, {sql_category()}, "
+        f"{payload} FROM ide_bridge_trialevent WHERE trial_id = %s ORDER BY seq) "
+        "TO STDOUT WITH (FORMAT csv)"
+    )
+    shifts = _shifts(ctx)
+    return [
+        (statement, [r.participant.pseudonym, r.session_index, r.period, shifts[t], t])
+        for t, r in ctx.trials.items()
+    ]
 
 
 def _estimate_events(ctx: ExportContext) -> int:
@@ -280,8 +190,8 @@ AIUSAGE_COLUMNS = (
 
 def aiusage_rows(ctx: ExportContext) -> Iterator[Row]:
     names = list(AI_COUNTS)
-    stats = {
-        row["trial_id"]: row
+    stats: dict[int, dict[str, Any]] = {
+        row["trial_id"]: dict(row)
         for row in AIRequest.objects.filter(trial_id__in=list(ctx.trials))
         .values("trial_id")
         .annotate(**AI_COUNTS)
@@ -291,8 +201,9 @@ def aiusage_rows(ctx: ExportContext) -> Iterator[Row]:
         row = stats.get(trial_id)
         if row is None and ref.ai_mode == "none":
             continue  # AI rows only: trials of AI arms, and any trial that made a request
-        values = {n: (row or {}).get(n) or 0 for n in names}
-        latency = (row or {}).get("mean_latency_ms")
+        found: dict[str, Any] = row or {}
+        values: dict[str, Any] = {n: found.get(n) or 0 for n in names}
+        latency = found.get("mean_latency_ms")
         values["mean_latency_ms"] = round(float(latency), 1) if latency is not None else None
         total = values["prompt_tokens"] + values["completion_tokens"]
         yield (
@@ -351,6 +262,7 @@ def register_export_tables() -> None:
             primary_key=("participant_id", "period", "seq"),
             foreign_keys=FOREIGN,
             estimate=_estimate_events,
+            copy=event_copy,
             bulk=True,
             withheld=(
                 Withheld("TrialEvent.payload: code, changes[].text, output, selections", "free_text", "drop", "code and run output never leave the server; sizes are derived"),  # noqa: E501

@@ -218,7 +218,8 @@ async def feedback(
 @transaction.atomic
 def record_outcome(trial: Trial, suggestion_id: str, outcome: str) -> str:
     """What became of an inline suggestion. ``shown`` may be followed by one final outcome
-    (accepted, rejected, ignored); the first final outcome wins. Returns the stored outcome."""
+    (accepted, rejected, ignored); the first final outcome wins. Returns the stored outcome.
+    Accepted after the trial closed too: it describes a suggestion made while it was open."""
     if outcome not in AIRequest.Outcome.values:
         raise InvalidRequest("outcome must be one of shown, accepted, rejected, ignored.")
     try:

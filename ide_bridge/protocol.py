@@ -314,18 +314,15 @@ def _tombstone(seq: int, ts: object, kind: object, reason: str) -> Event:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone UTF-16 surrogates
 
 
-def encode_rows(events: list[Event]) -> tuple[list[Event], str]:
-    """The events, and the same as one compact JSON array of ``[seq, ts, kind, data]`` rows
-    (for a single INSERT). NUL characters and unpaired surrogates, which PostgreSQL's jsonb and
-    UTF-8 refuse, become U+FFFD: one UTF-16 unit for one, so edit offsets stay right."""
-    text = json.dumps([[e.seq, e.ts, e.kind, e.data] for e in events], **_COMPACT)
+def dumps_storable(value: Any) -> tuple[Any, str]:
+    """``value`` and its compact JSON, for a single INSERT. NUL characters and unpaired
+    surrogates, which PostgreSQL's jsonb and UTF-8 refuse, become U+FFFD (in both): one UTF-16
+    unit for one, so edit offsets stay right."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if "\\u0000" in text or _UNSTORABLE.search(text):
-        events = [Event(e.seq, e.ts, e.kind, _sanitise(e.data)) for e in events]
-        text = json.dumps([[e.seq, e.ts, e.kind, e.data] for e in events], **_COMPACT)
-    return events, text
-
-
-_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
+        value = _sanitise(value)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value, text
 
 
 def _sanitise(value: Any) -> Any:

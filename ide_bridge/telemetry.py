@@ -12,16 +12,37 @@ import hmac
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Count, Exists, Field, Max, Min, OuterRef
+from django.db import transaction
 from django.utils import timezone
 
 from ide_bridge.models import IntegrityFlag, TrialAccess, TrialEvent
-from ide_bridge.protocol import AI_REQUEST_KINDS, CATEGORIES, Event, encode_rows, parse_batch
+from ide_bridge.protocol import (
+    AI_REQUEST_KINDS,
+    CATEGORIES,
+    Batch,
+    BatchError,
+    Event,
+    parse_batch,
+)
+from ide_bridge.telemetry_store import (
+    highest_contiguous_many,
+    highest_contiguous_seq,
+    insert_absent,
+)
 from study.models import Trial
+
+__all__ = [
+    "Ack",
+    "accepts_events",
+    "highest_contiguous_seq",
+    "ingest",
+    "ingest_many",
+    "issue_trial_token",
+    "replay_data",
+    "trial_for_token",
+]
 
 # --- Integrity thresholds (documented for researchers on the flags page) --------------------
 # A paste from outside the page (not copied in the editor or the AI panel) longer than this
@@ -79,109 +100,74 @@ def accepts_events(trial: Trial, now: datetime) -> bool:
     return until is not None and now <= until
 
 
-# --- The acknowledged prefix ----------------------------------------------------------------
-def highest_contiguous_seq(trial_id: int, floor: int = 0) -> int:
-    """The highest n such that events 1..n of the trial are all stored.
-
-    ``floor`` is a value known to be contiguous already (events are append-only, so an earlier
-    answer stays true); only rows above it are read. One aggregate answers the common case (no
-    gap above the floor: count == max - floor); with a gap, an anti-join finds the end of the
-    run that starts at ``floor + 1``. Both use the (trial, seq) unique index.
-    """
-    above = TrialEvent.objects.filter(trial_id=trial_id, seq__gt=floor)
-    agg = above.aggregate(n=Count("*"), lo=Min("seq"), hi=Max("seq"))
-    if not agg["n"] or agg["lo"] != floor + 1:
-        return floor
-    if agg["hi"] - floor == agg["n"]:
-        return int(agg["hi"])
-    successor = TrialEvent.objects.filter(trial_id=trial_id, seq=OuterRef("seq") + 1)
-    end = above.filter(~Exists(successor)).order_by("seq").values_list("seq", flat=True).first()
-    return int(end) if end is not None else floor
-
-
 # --- Ingestion ------------------------------------------------------------------------------
+Job = tuple[Trial, object, int]  # (trial, raw ``events`` of a batch message, known floor)
+
+
 def ingest(trial: Trial, events: object, *, floor: int = 0) -> Ack:
     """Store a batch idempotently and acknowledge the contiguous prefix.
 
     ``events`` is the raw ``events`` list of a batch message (validated here; a broken
     envelope raises :class:`ide_bridge.protocol.BatchError` and stores nothing). ``floor`` is a
     seq the caller knows is contiguous (the consumer's last ack): events at or below it are
-    duplicates without asking the database. The (trial, seq) unique constraint makes re-sent
-    events duplicates, never second rows; integrity flags come only from newly stored events.
+    duplicates without asking the database. Re-sent events are duplicates, never second rows
+    (the (trial, seq) unique constraint); integrity flags come only from newly stored events.
     """
-    batch = parse_batch(events)
-    candidates, rows = encode_rows([e for e in batch.events if e.seq > floor])
+    result = ingest_many([(trial, events, floor)])[0]
+    if isinstance(result, BatchError):
+        raise result
+    return result
+
+
+def ingest_many(jobs: list[Job]) -> list[Ack | BatchError]:
+    """:func:`ingest` for several batches (of any trials) in one transaction and two
+    statements: the WebSocket consumer's group commit. Results are in the order of ``jobs``.
+    When one trial appears twice, an event new to both counts as stored for the first."""
+    results: list[Ack | BatchError] = []
+    parsed: list[tuple[int, Trial, Batch, int]] = []
+    for index, (trial, events, floor) in enumerate(jobs):
+        try:
+            parsed.append((index, trial, parse_batch(events), floor))
+        except BatchError as exc:
+            results.append(exc)
+            continue
+        results.append(Ack(floor, 0, 0, 0))  # placeholder, replaced below
+    owner: dict[tuple[int, int], int] = {}
+    rows: list[list[Any]] = []
+    for index, trial, batch, floor in parsed:
+        for e in batch.events:
+            if e.seq > floor and (trial.pk, e.seq) not in owner:
+                owner[(trial.pk, e.seq)] = index
+                rows.append([trial.pk, e.seq, e.ts, e.kind, e.data])
+    floors: dict[int, int] = {}
+    for _, trial, _, floor in parsed:
+        floors[trial.pk] = min(floor, floors.get(trial.pk, floor))
     with transaction.atomic():
-        inserted = _insert(trial, candidates, rows) if candidates else set()
-        new = [e for e in candidates if e.seq in inserted]
-        flags = detect_flags(trial, [e for e in new if e.seq not in batch.rejected])
+        inserted = insert_absent(rows, timezone.now())
+        new_by_job: dict[int, list[Event]] = {}
+        flags: list[IntegrityFlag] = []
+        for index, trial, batch, _ in parsed:
+            new = [e for e in batch.events if owner.get((trial.pk, e.seq)) == index]
+            new = [e for e in new if (trial.pk, e.seq) in inserted]
+            new_by_job[index] = new
+            flags += detect_flags(trial, [e for e in new if e.seq not in batch.rejected])
         if flags:
             IntegrityFlag.objects.bulk_create(flags)
-        highest = highest_contiguous_seq(trial.pk, floor)
-    new_rejected = sum(1 for e in new if e.seq in batch.rejected)
-    errors = [{"seq": s, "reason": r} for s, r in sorted(batch.rejected.items())]
-    return Ack(
-        highest_contiguous_seq=highest,
-        stored=len(new) - new_rejected,
-        duplicates=len(batch.events) - len(new) + batch.repeated,
-        rejected=new_rejected,
-        dropped_keys=batch.dropped_keys,
-        last=batch.last,
-        errors=errors[:MAX_ACK_ERRORS],
-    )
-
-
-def _insert(trial: Trial, events: list[Event], rows: str) -> set[int]:
-    """Insert what is not stored yet; returns the seqs actually inserted. ``rows`` are the
-    events as JSON (:func:`ide_bridge.protocol.encode_rows`).
-
-    PostgreSQL: one ``INSERT ... SELECT FROM jsonb_array_elements(%s) ON CONFLICT DO NOTHING
-    RETURNING seq`` with the batch as a single JSON parameter: what ``bulk_create(
-    ignore_conflicts=True)`` does, without building and quoting 500 model rows in Python (the
-    difference between ~2,000 and >10,000 events/s, see docs/benchmarks.md), and RETURNING
-    says exactly which rows are new even when two tabs send the same events at once.
-    SQLite (the embedded default): read the seqs already stored, then ``bulk_create(
-    ignore_conflicts=True)``; SQLite runs one writer at a time, so the read stays true.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(), [trial.pk, timezone.now(), rows])
-            return {row[0] for row in cursor.fetchall()}
-    seqs = [e.seq for e in events]
-    stored = set(
-        TrialEvent.objects.filter(
-            trial_id=trial.pk, seq__gte=min(seqs), seq__lte=max(seqs)
-        ).values_list("seq", flat=True)
-    )
-    new = [e for e in events if e.seq not in stored]
-    TrialEvent.objects.bulk_create(
-        [
-            TrialEvent(trial=trial, seq=e.seq, client_ts=e.ts, kind=e.kind, payload=e.data)
-            for e in new
-        ],
-        ignore_conflicts=True,
-    )
-    return {e.seq for e in new}
-
-
-@cache
-def _insert_sql() -> str:
-    meta = TrialEvent._meta
-    quote = connection.ops.quote_name
-    columns = []
-    for name in ("trial", "seq", "client_ts", "kind", "payload", "server_ts"):
-        field = meta.get_field(name)
-        assert isinstance(field, Field)
-        assert field.column
-        columns.append(quote(field.column))
-    trial, seq = columns[0], columns[1]
-    # Table and column names come from the model, never from input; values are parameters.
-    return (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
-        "SELECT %s, (r->>0)::integer, (r->>1)::bigint, r->>2, r->3, %s "
-        "FROM jsonb_array_elements(%s::jsonb) AS r "
-        f"ON CONFLICT ({trial}, {seq}) DO NOTHING RETURNING {seq}"
-    )
+        highest = highest_contiguous_many(floors) if floors else {}
+    for index, trial, batch, _ in parsed:
+        new = new_by_job[index]
+        new_rejected = sum(1 for e in new if e.seq in batch.rejected)
+        errors = [{"seq": s, "reason": r} for s, r in sorted(batch.rejected.items())]
+        results[index] = Ack(
+            highest_contiguous_seq=highest[trial.pk],
+            stored=len(new) - new_rejected,
+            duplicates=len(batch.events) - len(new) + batch.repeated,
+            rejected=new_rejected,
+            dropped_keys=batch.dropped_keys,
+            last=batch.last,
+            errors=errors[:MAX_ACK_ERRORS],
+        )
+    return results
 
 
 # --- Integrity flags ------------------------------------------------------------------------

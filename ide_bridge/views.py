@@ -20,7 +20,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -123,26 +123,42 @@ def workspace_page(request: HttpRequest, trial_id: int) -> HttpResponse:
     return render(request, "ide_bridge/workspace.html", _page_context(trial, arm))
 
 
-def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
-    files = workspace.workspace_files(trial)
-    now = timezone.now()
-    urls = {
-        name: reverse(f"ide_bridge:{name}", args=[trial.pk])
-        for name in ("autosave", "run", "submit", "state")
-    }
+def _page_urls(trial: Trial, ai_mode: str) -> dict[str, str]:
+    names = ["autosave", "run", "submit", "state", "events"]
+    if ai_mode != "none":
+        names += ["ai_chat", "ai_complete", "ai_feedback", "ai_outcome"]
+    urls = {}
+    for name in names:
+        try:  # the AI gateway and telemetry routes belong to other modules of this app
+            urls[name] = reverse(f"ide_bridge:{name}", args=[trial.pk])
+        except NoReverseMatch:
+            continue
     urls["status"] = reverse("study:trial_status", args=[trial.pk])
     urls["next"] = reverse("study:next")
+    return urls
+
+
+def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
+    from ide_bridge.telemetry import issue_trial_token
+
+    files = workspace.workspace_files(trial)
+    now = timezone.now()
+    ai_mode = str(arm.get("ai_mode", "none"))
+    closed = trial.status not in OPEN
     return {
         "participant": trial.participant,
         "trial": trial,
         "arm": arm,
-        "ai_mode": arm.get("ai_mode", "none"),
+        "ai_mode": ai_mode,
+        "ai_provider": arm.get("ai_provider", trial.arm.ai_provider),
+        # For telemetry's pagehide beacon; issuing replaces the token of an earlier page load.
+        "telemetry_token": "" if closed else issue_trial_token(trial),
         "files": files,
         "documents": [f for f in files if f.is_document],
         "files_payload": workspace.files_payload(files),
         "state": workspace.trial_state(trial, now),
-        "urls": urls,
-        "closed": trial.status not in OPEN,
+        "urls": _page_urls(trial, ai_mode),
+        "closed": closed,
         "read_only": workspace.editor_read_only(trial),
     }
 

@@ -9,6 +9,7 @@ open, 429 token cap reached, 502 the provider failed. CSRF is Django's (``X-CSRF
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
@@ -68,13 +69,25 @@ def ai_endpoint(
             return JsonResponse({"error": SIGNED_OUT}, status=401)
         try:
             trial = await sync_to_async(_load_trial)(user, trial_id)
-            return JsonResponse(await view(trial, _parse(request)))
+            body = _parse(request)
+            # Shielded: when the browser gives up (a newer keystroke cancels a completion),
+            # Django cancels the view, but the provider call still finishes and is recorded,
+            # so the tokens it cost count against the cap.
+            task = asyncio.ensure_future(view(trial, body))
+            task.add_done_callback(_retrieve)
+            return JsonResponse(await asyncio.shield(task))
         except Http404:
             return JsonResponse({"error": "Not found."}, status=404)
         except GatewayError as exc:
             return JsonResponse({"error": str(exc)}, status=exc.status)
 
     return wrapper
+
+
+def _retrieve(task: asyncio.Future[Body]) -> None:
+    """Mark an abandoned request's exception as seen (it was recorded or is a refusal)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _text(data: Body, key: str, limit: int) -> str:

@@ -21,6 +21,11 @@ class StudyConfig(AppConfig):
 
         consent.typed_name_sink = add_typed_consent_name
 
+        # Push "something changed" to open live monitors (they also poll, for the default run).
+        from study.consumers import connect_monitor_signals
+
+        connect_monitor_signals()
+
 
 def _sync_groups(sender: AppConfig, **kwargs: Any) -> None:
     from study.roles import sync_researcher_group

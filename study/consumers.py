@@ -65,7 +65,7 @@ def _study_of_participant(participant_id: int) -> int | None:
 def _trial_saved(sender: Any, instance: Trial, update_fields: Any = None, **kwargs: Any) -> None:
     if update_fields and frozenset(update_fields) <= QUIET_TRIAL_FIELDS:
         return
-    if Trial._meta.get_field("participant").is_cached(instance):  # type: ignore[union-attr]
+    if Trial._meta.get_field("participant").is_cached(instance):
         notify_monitor(instance.participant.study_id)
     else:  # look the study up only after the commit, outside the writer's transaction
         participant_id = instance.participant_id

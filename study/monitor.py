@@ -78,7 +78,7 @@ def _seconds(later: datetime | None, now: datetime) -> int | None:
     return max(int((later - now).total_seconds()), 0) if later else None
 
 
-def _trial(t: dict[str, Any], flags: dict[str, int], now: datetime) -> dict[str, Any]:
+def _trial(t: Mapping[str, Any], flags: dict[str, int], now: datetime) -> dict[str, Any]:
     return {
         "id": t["pk"],
         "period": t["period"],

@@ -11,6 +11,7 @@ get everything. Whether a participant may see it at all is ``participation.repor
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import plotly.graph_objects as go
@@ -24,6 +25,7 @@ from study.models import Trial
 
 SCHEMA = "trial-report/1"
 RHO = "\u03c1"  # the threshold ratio rho* of docs/calibration.md
+LOG_TICKS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)
 COLOURS = {"ok": "#198754", "fail": "#dc3545", "reference": "#6c757d", "threshold": "#fd7e14"}
 
 
@@ -233,8 +235,9 @@ def efficiency_figure(report: dict[str, Any], *, label: str = "Submission") -> g
         fig.add_trace(
             go.Bar(
                 name="Extra memory",
-                x=["submission"],
+                x=[0],
                 y=[round(memory / 1024, 2)],
+                width=[0.4],
                 marker_color=COLOURS["ok" if efficiency.get("memory_ok") else "fail"],
                 hovertemplate="%{y:.2f} MiB<extra></extra>",
             ),
@@ -245,17 +248,25 @@ def efficiency_figure(report: dict[str, Any], *, label: str = "Submission") -> g
         fig.add_trace(
             go.Scatter(
                 name="Memory threshold",
-                x=["submission", "submission"],
+                x=[-0.5, 0.5],
                 y=[round(memory_threshold / 1024, 2)] * 2,
-                mode="markers+lines",
-                marker={"symbol": "line-ew", "size": 60, "line": {"width": 3}},
-                line={"color": COLOURS["threshold"], "dash": "dash"},
+                mode="lines",
+                line={"color": COLOURS["threshold"], "dash": "dash", "width": 2},
                 hovertemplate="threshold %{y:.2f} MiB<extra></extra>",
             ),
             row=1,
             col=2,
         )
-    fig.update_xaxes(type="log", title_text="ratio (log scale)", row=1, col=1)
+    highest = max(x for x in (1.0, naive, threshold, ratio) if x)
+    fig.update_xaxes(
+        type="log",
+        title_text="ratio (log scale)",
+        range=[math.log10(0.7), math.log10(highest * 1.5)],
+        tickvals=[v for v in LOG_TICKS if v <= highest * 1.5],
+        row=1,
+        col=1,
+    )
+    fig.update_xaxes(range=[-0.6, 0.6], tickvals=[0], ticktext=[label.lower()], row=1, col=2)
     fig.update_yaxes(visible=False, range=[-1, 1], row=1, col=1)
     fig.update_yaxes(title_text="MiB", rangemode="tozero", row=1, col=2)
     fig.update_layout(

@@ -46,7 +46,7 @@ ALPHA = 0.05
 
 # (key, label, unit, scale factor for captions, lower is better)
 SECONDARY = (
-    ("partial_pass", "Partial pass (share of checks passed)", "points", 100.0, False),
+    ("partial_pass", "Partial pass (share of checks passed)", "percentage points", 100.0, False),
     ("completion_time_s", "Completion time (PAR-60)", "min", 1 / 60, True),
     ("nasa_tlx", "Workload (raw NASA-TLX, 0-100)", "points", 1.0, True),
     ("confidence", "Confidence in the solution (1-7)", "points", 1.0, False),
@@ -194,14 +194,24 @@ def mixed_model(rows: Sequence[Row]) -> dict[str, Any]:
         )
         return result
     frame = pd.DataFrame(data)
-    formula = "y ~ ai + C(period)" + (" + C(task)" if frame["task"].nunique() > 1 else "")
+    formulas = ["y ~ ai + C(period)"]
+    if frame["task"].nunique() > 1:
+        formulas.insert(0, "y ~ ai + C(period) + C(task)")
+    fit, error = None, ""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            fit = smf.mixedlm(formula, frame, groups=frame["pid"]).fit(reml=True)
-        except (ValueError, np.linalg.LinAlgError) as exc:
-            result["reason"] = f"the model could not be fitted ({exc})"
-            return result
+        for formula in formulas:
+            try:
+                fit = smf.mixedlm(formula, frame, groups=frame["pid"]).fit(reml=True)
+                break
+            except (ValueError, np.linalg.LinAlgError) as exc:
+                error = str(exc)  # e.g. tasks that coincide with periods: drop them, retry
+    if fit is None:
+        result["reason"] = f"the model could not be fitted ({error})"
+        return result
+    result["task_effects"] = "C(task)" in formula
+    if not result["task_effects"]:
+        result["formula"] = "completion_min ~ ai + C(period) + (1 | participant)"
     low, high = fit.conf_int().loc["ai"]
     result.update(
         computed=True,
@@ -270,13 +280,16 @@ def primary_caption(r: dict[str, Any]) -> str:
 def mixed_caption(r: dict[str, Any]) -> str:
     if not r.get("computed"):
         return f"Mixed-effects model skipped: it {r['reason']}."
+    terms = "AI + period + task" if r["task_effects"] else "AI + period"
     text = (
-        f"Mixed-effects model (completion time in minutes ~ AI + period + task, random "
-        f"intercept per participant; {r['n_trials']} trials of {r['n_participants']} "
-        f"participants on {r['n_tasks']} tasks): the AI assistant changes completion time by "
+        f"Mixed-effects model (completion time in minutes ~ {terms}, random intercept per "
+        f"participant; {r['n_trials']} trials of {r['n_participants']} participants on "
+        f"{r['n_tasks']} tasks): the AI assistant changes completion time by "
         f"{r['effect_min']:+.1f} min (95 % CI {r['ci_low_min']:.1f} to {r['ci_high_min']:.1f}, "
         f"{fmt_p(r['p'])})."
     )
+    if not r["task_effects"] and r["n_tasks"] > 1:
+        text += " Task effects were left out: the tasks coincide with periods or conditions."
     if not r["converged"]:
         text += " The fit did not converge; treat the estimate with caution."
     return text

@@ -6,6 +6,8 @@ from django.urls import path
 
 from study import views
 from study.urls_accounts import urlpatterns as account_patterns
+from study.urls_exports import urlpatterns as export_patterns
+from study.urls_results import urlpatterns as result_patterns
 
 app_name = "study"
 
@@ -25,3 +27,5 @@ urlpatterns = [
     path("researcher/", views.researcher_home, name="researcher_home"),
 ]
 urlpatterns += account_patterns  # personal login links and the recruitment link
+urlpatterns += result_patterns  # score reports, live monitor, results dashboard
+urlpatterns += export_patterns  # IRB export packages

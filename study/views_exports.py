@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -24,13 +25,13 @@ from study.access import get_study_for_researcher, studies_for_researcher
 from study.exports.jobs import start_export, zip_file
 from study.models import ExportJob, User
 
-View = Callable[..., HttpResponse]
+View = Callable[..., HttpResponseBase]
 
 
 def staff_only(view: View) -> View:
     @wraps(view)
     @login_required
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_staff:
             raise PermissionDenied("Exports are for researchers.")
         return view(request, *args, **kwargs)
@@ -72,7 +73,7 @@ def _status(job: ExportJob) -> dict[str, Any]:
 @require_GET
 def export_list(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_researcher(request.user, slug)
-    jobs = list(study.exports.select_related("study")[:50])
+    jobs = list(ExportJob.objects.filter(study=study).select_related("study")[:50])
     return render(
         request,
         "study/exports/list.html",
@@ -108,7 +109,7 @@ def export_status(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @staff_only
 @require_GET
-def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
+def export_download(request: HttpRequest, job_id: int) -> HttpResponseBase:
     job = _job(request.user, job_id)
     path = zip_file(job)
     if path is None:

@@ -177,7 +177,9 @@ def _table2_display(table: dict[str, Any]) -> list[dict[str, Any]]:
                         "n": c["n"],
                         "n_participants": c["n_participants"],
                         "pass": _percent(c["pass_at_1"]),
-                        "pass_ci": (f"{100 * low:.0f}–{100 * high:.0f}" if low is not None else ""),
+                        "pass_ci": (
+                            f"{100 * low:.0f} to {100 * high:.0f}" if low is not None else ""
+                        ),
                         "partial": _percent(c["partial_pass"]),
                         "time": _minutes(c["completion_time_s"]),
                         "tokens": "—" if c["tokens"] is None else f"{c['tokens']:,.0f}",

@@ -91,7 +91,7 @@ def demo_chat(question: str) -> str:
     quoted = " ".join(question.split())[:160] or "(an empty message)"
     tips = "\n".join(f"{i}. {tip}" for i, tip in enumerate(_TIPS[topic], start=1))
     return (
-        f"**{DEMO_LABEL}** This offline stand-in does not read your code or the task; it "
+        f"{DEMO_LABEL} This offline stand-in does not read your code or the task; it "
         "answers every message with the same kind of generic advice.\n\n"
         f"You wrote: “{quoted}”\n\n"
         f"A {topic} checklist that often helps:\n{tips}\n\n"
@@ -130,7 +130,7 @@ def demo_revision(request: str) -> str:
     stage = stage.strip() or "general"
     revised = add_note(code, f"Feedback ({stage}): {feedback or '(empty)'}")
     return (
-        f"**{DEMO_LABEL}** It cannot really revise your solution; to show how the feedback "
+        f"{DEMO_LABEL} It cannot really revise your solution; to show how the feedback "
         "protocol works it records your feedback in the code and changes nothing else.\n\n"
         f"```python\n{revised}```\n"
     )

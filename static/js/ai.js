@@ -182,7 +182,9 @@
         pending.remove();
         input.value = "";
         showUsage(data);
-        const content = render(data.reply, data.id);
+        // The diff shows the change; the full file is in the editor, not repeated here.
+        const prose = data.applied ? data.reply.replace(/```[\w+-]*[ \t]*\n[\s\S]*?```/g, "").trim() : data.reply;
+        const content = render(prose || "Revised solution.py.", data.id);
         if (data.notice) content.append(el("p", { class: "small text-warning-emphasis mb-1", text: data.notice }));
         if (data.diff) content.append(el("div", { class: "small fw-semibold mt-1", text: "Changes to solution.py" }), diffView(data.diff));
         bubble("assistant", content);

@@ -3,11 +3,13 @@
 // For other scripts (telemetry.js, ai.js):
 // - window.haiEditor: the Monaco editor holding solution.py (read-only in the feedback-only arm
 //   and once the trial is closed; editor.setValue() still works and is autosaved while open).
-// - document events (CustomEvent, details below):
+// - document events (CustomEvent name, then its detail):
 //   hai:editor-ready {editor, monaco, trialId, readOnly}  (also kept in window.haiEditorReady)
 //   hai:file-opened {name}          hai:autosaved {savedAt, length}
 //   hai:tests-started {}            hai:tests-run {status, ok, tests_run, failures, errors, duration_ms}
-//   hai:time-warning {minutesLeft}  hai:submitted {trialId, auto}    hai:trial-closed {status}
+//   hai:time-warning {minutesLeft}  hai:submitted {trialId, auto}
+//   hai:trial-closed {status}  (the trial closed while this page was open: submit or deadline)
+// - window.haiWorkspace: {trialId, aiMode, save(), runTests(), isClosed()}.
 (function () {
   "use strict";
   const root = document.getElementById("workspace");
@@ -22,6 +24,9 @@
   const csrfToken = document.querySelector('meta[name="csrf-token"]').content;
   const backupKey = `hai:draft:${trialId}`;
   const $ = (id) => document.getElementById(id);
+
+  // telemetry.js reads its beacon token from <body> (the base template owns that tag).
+  if (root.dataset.telemetryToken) document.body.dataset.telemetryToken = root.dataset.telemetryToken;
 
   const emit = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
 
@@ -208,7 +213,7 @@
         showSaveStatus("Updated with the code saved from another window");
       }
     }
-    if (fresh.closed && !closed) enterClosed(fresh.status, false);
+    if (fresh.closed && !closed) enterClosed(fresh.status, { transition: true });
     return fresh;
   }
 
@@ -325,7 +330,8 @@
     $("grading-text").textContent = text;
   }
 
-  function enterClosed(status, announce = true) {
+  // transition: the trial closed while this page was open (not: the page opened a closed trial).
+  function enterClosed(status, { transition = false, submitted = false } = {}) {
     if (closed && polling) return;
     closed = true;
     window.clearTimeout(saveTimer);
@@ -335,8 +341,8 @@
     $("submit-open").disabled = true;
     $("timer").hidden = true;
     $("grading-title").textContent = status === "expired" ? "Time is up: your last saved code was submitted" : "Submitted";
-    showGrading(announce ? "Submitted. Waiting for the grader…" : "Waiting for the grader…");
-    emit("hai:trial-closed", { status });
+    showGrading(submitted ? "Submitted. Waiting for the grader…" : "Waiting for the grader…");
+    if (transition) emit("hai:trial-closed", { status });
     pollGrading();
   }
 
@@ -355,7 +361,7 @@
       if (status === 200) {
         lastSaved = getCode();
         emit("hai:submitted", { trialId, auto: false });
-        enterClosed("submitted");
+        enterClosed("submitted", { transition: true, submitted: true });
         return;
       }
       if (status === 409) {
@@ -457,7 +463,7 @@
   window.haiWorkspace = { trialId, aiMode, save, runTests, isClosed: () => closed };
   boot();
   if (closed) {
-    enterClosed(state.status, false);
+    enterClosed(state.status);
   } else {
     tick();
     window.setInterval(tick, 500);

@@ -21,13 +21,14 @@ import json
 import re
 import uuid
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from study.exports import readme
@@ -110,7 +111,7 @@ class CsvSink:
         self._file = path.open("wb")
         self._hash = hashlib.sha256()
         self._buffer = io.StringIO()
-        self._writer = csv.writer(self._buffer)
+        self._writer = csv.writer(self._buffer, lineterminator="\n")
         self._check = check
         self.rows = 0
         self.bytes = 0
@@ -128,16 +129,42 @@ class CsvSink:
             if on_chunk:
                 on_chunk(len(chunk))
 
+    def write_copy(
+        self,
+        statements: Iterable[tuple[str, Sequence[Any]]],
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> None:
+        """Append the CSV output of PostgreSQL ``COPY ... TO STDOUT`` statements as it
+        streams (one line per row: the statements guarantee no quoted newlines)."""
+        connection.ensure_connection()
+        tail = ""
+        with connection.connection.cursor() as cursor:
+            for statement, params in statements:
+                with cursor.copy(statement, params) as copy:
+                    for block in copy:
+                        data = bytes(block)
+                        if self._check:
+                            text = data.decode("utf-8", errors="replace")
+                            self._check(tail + text)
+                            tail = text[-64:]
+                        self._emit(data)
+                        rows = data.count(b"\n")
+                        self.rows += rows
+                        if on_chunk:
+                            on_chunk(rows)
+
     def _flush(self) -> None:
         text = self._buffer.getvalue()
         if self._check:
             self._check(text)
-        data = text.encode("utf-8")
+        self._emit(text.encode("utf-8"))
+        self._buffer.seek(0)
+        self._buffer.truncate()
+
+    def _emit(self, data: bytes) -> None:
         self._file.write(data)
         self._hash.update(data)
         self.bytes += len(data)
-        self._buffer.seek(0)
-        self._buffer.truncate()
 
     def close(self, relative_to: Path) -> FileEntry:
         self._file.close()
@@ -177,6 +204,16 @@ def _git_commit() -> str | None:
     return None
 
 
+def _checker(scanner: Scanner | None, where: str, bulk: bool) -> Callable[[str], None] | None:
+    if scanner is None:
+        return None
+
+    def check(text: str) -> None:
+        scanner.check(text, where, identifiers=not bulk)
+
+    return check
+
+
 class Builder:
     def __init__(self, study: Study, profile: Profile, out_dir: Path, scope: str) -> None:
         self.study, self.profile, self.out = study, profile, out_dir
@@ -200,26 +237,25 @@ class Builder:
         (self.out / "data").mkdir(parents=True, exist_ok=True)
         for spec in tables:
             relative = data_path(self.study, spec.name)
-            check = None
-            if scanner is not None:
-                where = f"{relative}"
-                bulk = spec.bulk
-
-                def check(text: str, where: str = where, bulk: bool = bulk) -> None:
-                    scanner.check(text, where, identifiers=not bulk)
-
-            sink = CsvSink(self.out / relative, check)
+            sink = CsvSink(self.out / relative, _checker(scanner, relative, spec.bulk))
             sink.header(c.name for c in spec.visible_columns(self.profile))
             progress(min(0.97, done / total), spec.name)
-            sink.write(iter_rows(spec, ctx), lambda n, name=spec.name: advance(n, name))
-            entry = sink.close(self.out)
-            self.files.append(entry)
+
+            def on_chunk(n: int, name: str = spec.name) -> None:
+                advance(n, name)
+
+            statements = spec.copy(ctx) if spec.copy else None
+            if statements is not None:
+                sink.write_copy(statements, on_chunk)
+            else:
+                sink.write(iter_rows(spec, ctx), on_chunk)
+            self.files.append(sink.close(self.out))
             self.rows[spec.name] = sink.rows
             self.written.append(spec)
 
     def codebook(self, scanner: Scanner | None) -> FileEntry:
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(CODEBOOK_HEADER)
         for spec in self.written:
             for c in spec.visible_columns(self.profile):

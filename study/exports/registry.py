@@ -95,6 +95,10 @@ class TableSpec:
     foreign_keys: tuple[tuple[str, str, str], ...] = ()  # (column, table, column)
     withheld: tuple[Withheld, ...] = ()
     estimate: Callable[[ExportContext], int] | None = None  # expected rows, for progress
+    # Optional PostgreSQL fast path: COPY statements (with client-side parameters) whose CSV
+    # output is exactly the profile's visible columns, in order, one line per row; None from
+    # the callable means "use rows()".
+    copy: Callable[[ExportContext], list[tuple[str, Sequence[Any]]] | None] | None = None
     # A bulk table (millions of rows) is scanned for e-mail addresses and timestamps only; its
     # generator must guarantee that no identifier can appear (whitelisted values).
     bulk: bool = False
@@ -297,7 +301,7 @@ def project(spec: TableSpec, profile: Profile) -> Callable[[Row], Row] | None:
     from operator import itemgetter
 
     getter = itemgetter(*keep)
-    return lambda row: getter(row)  # type: ignore[no-any-return]
+    return lambda row: getter(row)
 
 
 def iter_rows(spec: TableSpec, context: ExportContext) -> Iterator[Row]:

@@ -3,6 +3,7 @@ the server, recorded as an AIRequest, and capped in tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import random
@@ -12,12 +13,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.cache import cache
-from django.test import Client
+from django.test import AsyncRequestFactory, Client
 from django.test.client import Client as ClientType
 from django.utils import timezone
 
-from ide_bridge import gateway
+from ide_bridge import gateway, views_ai
 from ide_bridge.models import AIRequest, IntegrityFlag
 from study import assignment, participation
 from study.demo_answers import answers_for
@@ -321,3 +323,40 @@ def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
     assert "HTTP 500" in failed.error
     assert "sk-e2e-secret" not in failed.error
     assert gateway.tokens_used(trial) == 25  # errors cost nothing
+
+
+def test_a_request_the_browser_abandons_is_still_recorded_and_counted(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """A newer keystroke cancels a pending completion; Django then cancels the view, but the
+    provider call finishes and its tokens count."""
+    _, trial, _ = open_trial(
+        ai_mode="inline", ai_provider="openai", ai_base_url=fake_openai.url("slow"), model="m"
+    )
+    user = trial.participant.user
+    request = AsyncRequestFactory().post(
+        f"/ide/trials/{trial.pk}/ai/complete",
+        json.dumps({"prefix": "x = ", "suffix": ""}),
+        content_type="application/json",
+    )
+
+    async def auser() -> Any:
+        return user
+
+    request.auser = auser
+
+    async def abandon() -> None:
+        view = asyncio.ensure_future(views_ai.complete(request, trial.pk))
+        await asyncio.sleep(0.5)  # the fake provider takes 2 s
+        view.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await view
+        for _ in range(50):  # the shielded call goes on
+            if await AIRequest.objects.filter(trial=trial).aexists():
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # let the view's task return
+
+    async_to_sync(abandon)()  # database work on this thread, as in the test client
+    row = AIRequest.objects.get(trial=trial)
+    assert (row.status, row.prompt_tokens, row.usage_source) == ("ok", 21, "provider")

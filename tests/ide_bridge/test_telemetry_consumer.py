@@ -3,6 +3,7 @@ prefix, idempotent re-sends, resuming after a reload, and what happens to invali
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -10,7 +11,12 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from ide_bridge.consumers import CLOSE_NOT_ACCEPTING, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from ide_bridge.consumers import (
+    CLOSE_NOT_ACCEPTING,
+    CLOSE_NOT_FOUND,
+    CLOSE_UNAUTHENTICATED,
+    GroupCommit,
+)
 from ide_bridge.models import TrialEvent
 from ide_bridge.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
 from study.models import Trial
@@ -25,6 +31,14 @@ from tests.ide_bridge.telemetry_helpers import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest.fixture(autouse=True)
+def close_writer_connections() -> Iterator[None]:
+    """The group-commit writer threads keep a connection; PostgreSQL cannot drop the test
+    database while one is open."""
+    yield
+    GroupCommit.close_connections()
 
 
 def stored(trial: Trial) -> list[tuple[int, str]]:

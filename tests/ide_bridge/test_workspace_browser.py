@@ -1,28 +1,31 @@
 """The workspace in headless chromium: a participant types code into Monaco, runs the visible
 tests, reloads (code and timer come back), submits through the confirm dialog, watches the
 grading progress bar and reads the report. Grading runs eagerly here (the test settings), so
-the one submission calibrates and grades for real in the real sandbox (~20-60 s)."""
+that one submission calibrates and grades for real in the real sandbox (~20-60 s). A second
+test drives the countdown: warnings at 10 and 2 minutes, then the automatic submission."""
 
 from __future__ import annotations
 
 import os
 import random
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
+from django.utils import timezone
 
 from evaluation.instances import get_instance
 from evaluation.services import record_instance
 from study import participation
 from study.accounts import create_participants
 from study.demo_answers import answers_for
-from study.models import Arm, Participant, Trial
+from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
-from tests.study.journey import journey_study
+from tests.study.journey import grading_queued, journey_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,7 +59,7 @@ def ready(settings: Any) -> None:
     cache.clear()  # personal-link logins are rate-limited per address
 
 
-def assigned_participant() -> tuple[Participant, str, Trial]:
+def assigned_participant() -> tuple[str, Trial]:
     """A participant prepared on the server up to ASSIGNED (consent and screening are covered
     by the study journey tests), whose first trial is the easy template without an assistant."""
     study = journey_study()
@@ -64,7 +67,8 @@ def assigned_participant() -> tuple[Participant, str, Trial]:
     account = create_participants(study, 1, created_by=ResearcherFactory.create())[0]
     participant = account.participant
     form = study.consent_form
-    assert form is not None and study.screening is not None
+    assert form is not None
+    assert study.screening is not None
     participation.give_consent(
         participant,
         agree=True,
@@ -80,7 +84,28 @@ def assigned_participant() -> tuple[Participant, str, Trial]:
         row = record_instance(get_instance(TEMPLATE, trial.seed))
         Trial.objects.filter(pk=trial.pk).update(template_slug=TEMPLATE, instance=row)
         trial.refresh_from_db()
-    return participant, account.login_path, trial
+    return account.login_path, trial
+
+
+def open_workspace(page: Any, url: str, trial: Trial) -> None:
+    """Follow the personal link into the trial's workspace and wait for Monaco."""
+    page.goto(url)
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(f"**/ide/trials/{trial.pk}/")
+    wait_for_editor(page)
+
+
+def mute_beacon(page: Any) -> None:
+    """Without its token, telemetry keeps unsent events in localStorage instead of beaconing
+    them at pagehide (telemetry has its own tests). A beacon sent as the test ends could reach
+    the live server after the test database is gone."""
+    page.evaluate("() => { delete document.body.dataset.telemetryToken; }")
+
+
+def leave(page: Any) -> None:
+    """Leave the workspace while the test database still exists."""
+    mute_beacon(page)
+    page.goto("about:blank")
 
 
 def editor_value(page: Any) -> str:
@@ -96,13 +121,10 @@ def wait_for_editor(page: Any) -> None:
 def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) -> None:
     from playwright.sync_api import expect
 
-    participant, login_path, trial = assigned_participant()
+    login_path, trial = assigned_participant()
     instance = get_instance(trial.template_slug, trial.seed)
 
-    page.goto(live_server.url + login_path)
-    page.get_by_role("button", name="Continue").click()
-    page.wait_for_url(f"**/ide/trials/{trial.pk}/")
-    wait_for_editor(page)
+    open_workspace(page, live_server.url + login_path, trial)
     expect(page.get_by_text("Task 1").first).to_be_visible()
     assert "NotImplementedError" in editor_value(page)  # the starter
     expect(page.locator("#doc-panel")).to_contain_text(instance.context.get("company", ""))
@@ -155,17 +177,59 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#report")).to_contain_text("checks passed", timeout=240_000)
     expect(page.locator("#grading-bar")).to_have_attribute("style", re.compile("width: 100%"))
     expect(page.get_by_role("button", name="Run tests")).to_be_disabled()
-    assert page.evaluate("() => window.haiEditor.getOption(window.monaco.editor.EditorOption.readOnly)")
+    assert page.evaluate(
+        "() => window.haiEditor.getOption(window.monaco.editor.EditorOption.readOnly)"
+    )
 
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
     assert bytes(trial.submission.source) == code.encode()
-    assert trial.evaluation is not None and trial.evaluation.status == "done"
+    assert trial.evaluation is not None
+    assert trial.evaluation.status == "done"
 
     # The closed trial, reopened, shows the graded state again (no editing, no timer).
     page.reload()
     expect(page.locator("#report")).to_contain_text("checks passed", timeout=30_000)
     expect(page.locator("#timer")).to_be_hidden()
+    mute_beacon(page)
     page.get_by_role("link", name="Continue").click()
     page.wait_for_url(f"**/study/trials/{trial.pk}/questionnaire/")
+
+
+@pytest.mark.usefixtures("ready")
+def test_countdown_warns_then_the_deadline_submits_the_last_saved_code(
+    live_server: Any, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    login_path, trial = assigned_participant()
+    open_workspace(page, live_server.url + login_path, trial)
+    page.locator("#editor .view-lines").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("# saved before the deadline")
+    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=10_000)
+    code = editor_value(page)
+
+    def deadline_in(seconds: float) -> None:
+        deadline = timezone.now() + timedelta(seconds=seconds)
+        Trial.objects.filter(pk=trial.pk).update(deadline=deadline)
+        page.reload()
+        wait_for_editor(page)
+
+    deadline_in(9 * 60 + 50)
+    expect(page.locator("#time-warning")).to_contain_text("10 minutes left")
+    deadline_in(100)
+    expect(page.locator("#time-warning")).to_contain_text("2 minutes left")
+    expect(page.locator("#timer")).to_have_class(re.compile("ws-timer-danger"))
+
+    with grading_queued():
+        deadline_in(4)
+        expect(page.locator("#grading-title")).to_contain_text("Time is up", timeout=30_000)
+        expect(page.locator("#grading-text")).to_contain_text("grader")
+    expect(page.get_by_role("button", name="Run tests")).to_be_disabled()
+    trial.refresh_from_db()
+    assert trial.status == Trial.Status.EXPIRED
+    assert trial.submission is not None
+    assert bytes(trial.submission.source) == code.encode()
+    leave(page)

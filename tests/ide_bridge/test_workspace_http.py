@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from evaluation.instances import get_instance
 from ide_bridge.environments import BrowserEnvironment, EnvironmentUnavailable, get_environment
+from ide_bridge.telemetry import trial_for_token
 from ide_bridge.workspace import run_lock_key
 from study import participation
 from study.accounts import issue_login_link
@@ -50,7 +51,8 @@ def assigned(study: Study, client: Client | None = None) -> tuple[Client, Partic
     """A participant who followed their link, consented and was screened (stage ASSIGNED)."""
     client_, participant = logged_in(study)
     form = study.consent_form
-    assert form is not None and study.screening is not None
+    assert form is not None
+    assert study.screening is not None
     participation.give_consent(
         participant,
         agree=True,
@@ -139,8 +141,13 @@ def test_opening_the_workspace_starts_the_trial_and_shows_its_files() -> None:
     assert 'data-monaco-vs="/static/vendor/monaco/vs"' in html
     assert "js/telemetry.js" in html
     assert 'name="csrf-token"' in html
-    assert 'id="workspace-files"' in html and 'id="workspace-state"' in html
-    assert "<h1" in html and "task-readme" in html  # README rendered, not raw Markdown
+    assert 'id="workspace-files"' in html
+    assert 'id="workspace-state"' in html
+    assert "<h1" in html
+    assert "task-readme" in html
+    token = re.search(r'data-telemetry-token="([^"]+)"', html)
+    assert token is not None
+    assert trial_for_token(trial.pk, token.group(1)) is not None  # telemetry's beacon token
     # Reopening does not restart the clock.
     deadline = trial.deadline
     client.get(url(trial))
@@ -255,7 +262,7 @@ def test_a_closed_trial_refuses_changes_with_409_and_shows_its_grading() -> None
     html = page.content.decode()
     assert 'data-closed="true"' in html
     assert 'id="grading-bar"' in html
-    assert "/study/trials/%d/status/" % trial.pk in html
+    assert f"/study/trials/{trial.pk}/status/" in html
 
 
 # --- Submit -----------------------------------------------------------------------------------
@@ -336,12 +343,15 @@ def test_hidden_test_names_never_appear_in_any_workspace_response() -> None:
         post(client, url(trial, "run"), {"code": efficient(trial)}).content.decode(),
     ]
     with grading_queued():
-        bodies.append(post(client, url(trial, "submit"), {"code": efficient(trial)}).content.decode())
+        bodies.append(
+            post(client, url(trial, "submit"), {"code": efficient(trial)}).content.decode()
+        )
     bodies.append(client.get(url(trial)).content.decode())
     for body in bodies:
         for name in hidden:
             assert name not in body, name
-        assert "references" not in body and "def generate" not in body
+        assert "references" not in body
+        assert "def generate" not in body
 
 
 # --- Errors: bad bodies, CSRF, sign-in, other people's trials ---------------------------------

@@ -106,9 +106,12 @@ def test_paired_test_needs_two_pairs_and_survives_constant_differences() -> None
         "reason": "needs at least 2 participants with both conditions (have 1)",
     }
     constant = paired_test([1.0, 2.0, 3.0], [2.0, 3.0, 4.0])
-    assert constant["computed"] and constant["t"] is None and constant["d_z"] is None
+    assert constant["computed"]
+    assert constant["t"] is None
+    assert constant["d_z"] is None
     same = paired_test([1.0, 2.0], [1.0, 2.0])
-    assert same["p_wilcoxon"] is None and same["mean_diff"] == 0.0
+    assert same["p_wilcoxon"] is None
+    assert same["mean_diff"] == 0.0
 
 
 def test_per_participant_means_pair_only_complete_participants() -> None:
@@ -139,7 +142,8 @@ def test_holm_adjusts_like_the_textbook() -> None:
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     adjusted = holm([0.01, None, 0.04])
     assert adjusted[1] is None
-    assert adjusted[0] == pytest.approx(0.02) and adjusted[2] == pytest.approx(0.04)
+    assert adjusted[0] == pytest.approx(0.02)
+    assert adjusted[2] == pytest.approx(0.04)
 
 
 def pass_rows() -> list[dict[str, Any]]:
@@ -209,7 +213,7 @@ def mixed_rows(n: int) -> list[dict[str, Any]]:
         for period in (1, 2, 3, 4):
             ai = (period + i) % 2 == 0
             task = (3 * i + period) % 7  # tasks cross conditions (as a Latin square makes sure)
-            minutes = 40 + (i % 5) * 2 + task - (5 if ai else 0)
+            minutes = 40.0 + (i % 5) * 2 + task - (5 if ai else 0)
             minutes += 0.3 * ((i * 7 + period * 3) % 5 - 2)
             rows.append(
                 row(pid, ai, period, template=f"task-{task}", completion_time_s=minutes * 60)
@@ -220,10 +224,22 @@ def mixed_rows(n: int) -> list[dict[str, Any]]:
 def test_mixed_model_recovers_the_effect_when_there_are_enough_participants() -> None:
     result = mixed_model(mixed_rows(12))
     assert result["computed"] is True
-    assert result["n_participants"] == 12 and result["n_trials"] == 48
+    assert result["n_participants"] == 12
+    assert result["n_trials"] == 48
     assert result["effect_min"] == pytest.approx(-5.0, abs=0.5)
     assert result["ci_low_min"] < result["effect_min"] < result["ci_high_min"] < 0
     assert result["p"] < 0.001
+
+
+def test_mixed_model_drops_task_effects_that_coincide_with_periods() -> None:
+    rows = mixed_rows(12)
+    for r in rows:
+        r["template"] = f"task-{r['period']}"  # every participant got task k in period k
+    result = paired_stats(rows)["mixed"]
+    assert result["computed"] is True
+    assert result["task_effects"] is False
+    assert result["effect_min"] == pytest.approx(-5.0, abs=1.0)
+    assert "Task effects were left out" in result["caption"]
 
 
 def test_mixed_model_is_skipped_with_too_few_participants_and_says_why() -> None:
@@ -246,14 +262,17 @@ def test_table2_counts_and_wilson_intervals() -> None:
     table = table2(rows)
     assert [c["condition"] for c in table["conditions"]] == ["A", "B"]
     overall = table["sections"][0]["rows"][0]["cells"]
-    assert overall[0]["n"] == 10 and overall[0]["pass_at_1"] == pytest.approx(0.8)
+    assert overall[0]["n"] == 10
+    assert overall[0]["pass_at_1"] == pytest.approx(0.8)
     assert overall[0]["pass_ci"] == pytest.approx([0.490162, 0.943318], abs=1e-6)
-    assert overall[1]["n"] == 3 and overall[1]["n_trials"] == 4
+    assert overall[1]["n"] == 3
+    assert overall[1]["n_trials"] == 4
     assert overall[1]["tokens"] == pytest.approx((500 * 3 + 1000) / 4)
     assert overall[0]["tokens"] is None  # no AI, no tokens
     by_difficulty = {r["label"]: r["cells"] for r in table["sections"][1]["rows"]}
     assert list(by_difficulty) == ["Easy", "Hard"]
-    assert by_difficulty["Hard"][0]["n"] == 0 and by_difficulty["Hard"][0]["pass_at_1"] is None
+    assert by_difficulty["Hard"][0]["n"] == 0
+    assert by_difficulty["Hard"][0]["pass_at_1"] is None
     by_track = {r["label"]: r["cells"] for r in table["sections"][2]["rows"]}
     assert by_track["MLE"][1]["n"] == 3
     assert wilson(0, 0) == (None, None)
@@ -289,7 +308,8 @@ def test_figures_as_plotly_dicts() -> None:
     assert boxes == {"A: No AI": [30.0, 60.0], "B: AI": [60.0, 15.0]}
 
     scatter = {t["name"]: t for t in figs["confidence_load"]["data"]}
-    assert list(scatter["A: No AI"]["x"]) == [50.0] and list(scatter["A: No AI"]["y"]) == [6.0]
+    assert list(scatter["A: No AI"]["x"]) == [50.0]
+    assert list(scatter["A: No AI"]["y"]) == [6.0]
     assert list(scatter["B: AI"]["x"]) == [30.0]  # p2 answered nothing
 
     roles = figs["ai_roles"]["data"][0]
