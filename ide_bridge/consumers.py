@@ -73,7 +73,7 @@ class GroupCommit:
     batches are stored in order. The queue lives in one event loop; the threads are shared.
     """
 
-    WRITERS = 2
+    WRITERS = 4
     MAX_GROUP = 64  # batches per group (at most 32,000 events)
     IDLE_SECONDS = 30.0
     _executors: list[ThreadPoolExecutor] = []
@@ -106,7 +106,7 @@ class GroupCommit:
         """Close the writers' database connections (idle timer; tests before the test database
         is dropped)."""
         for executor in cls._executors:
-            executor.submit(connection.close).result()
+            executor.submit(_close_connection).result()
 
     async def ingest(self, trial: Trial, events: object, floor: int) -> telemetry.Ack:
         future: asyncio.Future[telemetry.Ack | BatchError] = (
@@ -140,7 +140,7 @@ class GroupCommit:
     def _idle(self, writer: int) -> None:
         if writer not in self.busy:
             self.idle_timers.pop(writer, None)
-            self.executor(writer).submit(connection.close)
+            self.executor(writer).submit(_close_connection)
 
     async def _write(
         self, writer: int, group: list[tuple[telemetry.Job, asyncio.Future[Any]]]
@@ -173,6 +173,10 @@ def _write_group(jobs: list[telemetry.Job]) -> list[telemetry.Ack | BatchError]:
     except Exception:
         connection.close()
         raise
+
+
+def _close_connection() -> None:
+    connection.close()  # looked up here, in the writer thread: connections are per thread
 
 
 def _fail(future: asyncio.Future[Any], exc: Exception) -> None:

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ide_bridge.protocol import KINDS, REJECTED_KIND
+
 _TOKEN = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _HEX_ID = re.compile(r"[0-9a-f]{16}")  # never let something shaped like an internal id out
-_KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_SQL_TOKEN = "~ '^[a-z][a-z0-9_]{0,31}$' AND {v} !~ '^[0-9a-f]{16}$'"
+_SQL_WORD = "~ '^[a-z][a-z0-9_]{0,31}$' AND {v} !~ '^[0-9a-f]{16}$'"
 _NAME = re.compile(r"^[A-Za-z_]+$")  # keys and kinds spliced into SQL are plain identifiers
 
 
@@ -54,7 +55,7 @@ def _token(v: Any) -> bool:
 
 def _sql_token(e: str) -> str:
     v = f"({e} #>> '{{}}')"
-    return f"(jsonb_typeof({e}) = 'string' AND {v} " + _SQL_TOKEN.replace("{v}", v) + ")"
+    return f"(jsonb_typeof({e}) = 'string' AND {v} " + _SQL_WORD.replace("{v}", v) + ")"
 
 
 NUM = Rule("number", _num, lambda e: f"jsonb_typeof({e}) = 'number'")
@@ -145,48 +146,40 @@ def _deleted(data: dict[str, Any]) -> int | None:
     return sum(n for n in lengths if type(n) is int)
 
 
-def _length_of(key: str, kind: type) -> Callable[[dict[str, Any]], int | None]:
+def _text_length(key: str) -> Callable[[dict[str, Any]], int | None]:
     def length(data: dict[str, Any]) -> int | None:
         value = data.get(key)
-        return len(value) if isinstance(value, kind) else None
+        return len(value) if isinstance(value, str) else None
 
     return length
 
 
-_ARRAY = "jsonb_typeof(payload->'changes') = 'array'"
-_EACH = "FROM jsonb_array_elements(payload->'changes') c"
+def _n_ids(data: dict[str, Any]) -> int | None:
+    ids = data.get("ids")
+    return len(ids) if isinstance(ids, list) else None
+
+
 _CODE_LENGTH = Derived(
     "code_length",
-    _length_of("code", str),
+    _text_length("code"),
     "CASE WHEN jsonb_typeof(payload->'code') = 'string' THEN length(payload->>'code') END",
 )
+# The edit sums come from one lateral pass over payload->'changes' (``edit_sums`` in
+# :func:`sql_from`), exposed as e.n_changes, e.inserted and e.deleted.
 DERIVED: dict[str, tuple[Derived, ...]] = {
     "edit": (
-        Derived(
-            "n_changes",
-            lambda d: len(c) if (c := _changes(d)) is not None else None,
-            f"CASE WHEN {_ARRAY} THEN jsonb_array_length(payload->'changes') END",
-        ),
-        Derived(
-            "chars_inserted",
-            _inserted,
-            f"CASE WHEN {_ARRAY} THEN (SELECT COALESCE(SUM(length(c->>'text')), 0) {_EACH} "
-            "WHERE jsonb_typeof(c->'text') = 'string') END",
-        ),
-        Derived(
-            "chars_deleted",
-            _deleted,
-            f"CASE WHEN {_ARRAY} THEN (SELECT COALESCE(SUM((c->>'rangeLength')::numeric), 0) "
-            f"{_EACH} WHERE jsonb_typeof(c->'rangeLength') = 'number' "
-            "AND (c->>'rangeLength') ~ '^-?[0-9]+$') END",
-        ),
+        Derived("n_changes", lambda d: len(c) if (c := _changes(d)) is not None else None,
+                "e.n_changes"),
+        Derived("chars_inserted", _inserted,
+                "CASE WHEN e.n_changes IS NOT NULL THEN e.inserted END"),
+        Derived("chars_deleted", _deleted, "CASE WHEN e.n_changes IS NOT NULL THEN e.deleted END"),
     ),
     "checkpoint": (_CODE_LENGTH,),
     "code_reset": (_CODE_LENGTH,),
     "run_code": (
         Derived(
             "output_length",
-            _length_of("output", str),
+            _text_length("output"),
             "CASE WHEN jsonb_typeof(payload->'output') = 'string' "
             "THEN length(payload->>'output') END",
         ),
@@ -194,12 +187,12 @@ DERIVED: dict[str, tuple[Derived, ...]] = {
     "extensions": (
         Derived(
             "n_extensions",
-            _length_of("ids", list),
+            _n_ids,
             "CASE WHEN jsonb_typeof(payload->'ids') = 'array' "
             "THEN jsonb_array_length(payload->'ids') END",
         ),
     ),
-}
+}  # fmt: skip
 
 CATEGORY: dict[str, str] = {
     **dict.fromkeys(("task_load", "trial_start", "trial_end", "submit", "skip_task"), "lifecycle"),
@@ -215,14 +208,20 @@ CATEGORY: dict[str, str] = {
 }
 OTHER = "other"
 INVALID_KIND = "invalid"
+# The telemetry vocabulary (ide_bridge.protocol) plus the server's tombstone kind.
+KNOWN_KINDS: dict[str, str] = {
+    kind: CATEGORY.get(kind, OTHER) for kind in sorted({*KINDS, REJECTED_KIND})
+}
 
 
 # --- Python -------------------------------------------------------------------------------------
 _ENCODE = json.JSONEncoder(separators=(", ", ": ")).encode  # jsonb's text layout
 
 
-def clean_kind(kind: str) -> str:
-    return kind if _KIND.fullmatch(kind) else INVALID_KIND
+def clean_kind(kind: str) -> tuple[str, str]:
+    """(kind, category) as released: a kind outside the vocabulary becomes ``invalid``."""
+    category = KNOWN_KINDS.get(kind)
+    return (kind, category) if category is not None else (INVALID_KIND, OTHER)
 
 
 def clean_payload(kind: str, data: Any, rules: dict[str, dict[str, Rule]]) -> str | None:
@@ -250,30 +249,60 @@ def clean_payload(kind: str, data: Any, rules: dict[str, dict[str, Rule]]) -> st
 
 
 # --- SQL (PostgreSQL) ---------------------------------------------------------------------------
+_FREQUENT = ("edit", "selection", "suggestion_shown", "run_tests", "paste", "idle")
+
+
+def _branch_order(kind: str) -> tuple[int, str]:
+    """Frequent kinds first: CASE tests its branches in order."""
+    return (_FREQUENT.index(kind) if kind in _FREQUENT else len(_FREQUENT), kind)
+
+
 def sql_payload(rules: dict[str, dict[str, Rule]]) -> str | None:
-    """A PostgreSQL expression over ``kind`` and ``payload`` equal to :func:`clean_payload`, or
-    None when a rule has no SQL form (then only the Python path can apply these rules)."""
+    """A PostgreSQL expression over ``kind``, ``payload`` and the lateral ``e`` of
+    :func:`sql_from` giving the same text as :func:`clean_payload`, or None when a rule has no
+    SQL form (then only the Python path can apply these rules). The object is assembled as
+    text in jsonb's key order, so no intermediate jsonb is built per row."""
     branches = []
-    for kind in sorted({*rules, *DERIVED}):
-        parts = []
+    for kind in sorted({*rules, *DERIVED}, key=_branch_order):
+        fragments: dict[str, str] = {}
         for key, rule in rules.get(kind, {}).items():
             if rule.sql is None:
                 return None
             assert _NAME.match(key), key
             value = f"payload->'{key}'"
-            parts.append(f"'{key}', CASE WHEN {rule.sql(value)} THEN {value} END")
-        parts += [f"'{d.key}', {d.sql}" for d in DERIVED.get(kind, ())]
+            label = f"'\"{key}\": '"
+            fragments[key] = f"CASE WHEN {rule.sql(value)} THEN {label} || ({value})::text END"
+        for d in DERIVED.get(kind, ()):
+            fragments[d.key] = f"'\"{d.key}\": ' || ({d.sql})::text"
+        ordered = [fragments[k] for k in sorted(fragments, key=lambda k: (len(k), k))]
         assert _NAME.match(kind), kind
-        branches.append(
-            f"WHEN '{kind}' THEN jsonb_strip_nulls(jsonb_build_object({', '.join(parts)}))"
-        )
-    return f"NULLIF((CASE kind {' '.join(branches)} END)::text, '{{}}')"
+        branches.append(f"WHEN '{kind}' THEN concat_ws(', ', {', '.join(ordered)})")
+    return f"NULLIF('{{' || (CASE kind {' '.join(branches)} ELSE '' END) || '}}', '{{}}')"
 
 
-def sql_kind() -> str:
-    return f"CASE WHEN kind ~ '^[a-z][a-z0-9_]{{0,39}}$' THEN kind ELSE '{INVALID_KIND}' END"
+def sql_from(table: str = "ide_bridge_trialevent") -> str:
+    """The FROM clause :func:`sql_payload` needs: the events and, for edits, one pass over
+    ``payload->'changes'`` summing inserted and deleted characters."""
+    changes = (
+        "CASE WHEN kind = 'edit' AND jsonb_typeof(payload->'changes') = 'array' "
+        "THEN payload->'changes' END"
+    )
+    # Constants only: the table name comes from code, never from input.
+    return (
+        f"{table} LEFT JOIN LATERAL (SELECT jsonb_array_length({changes}) AS n_changes, "  # noqa: S608
+        "COALESCE(SUM(length(c->>'text')) FILTER (WHERE jsonb_typeof(c->'text') = 'string'), 0)"
+        " AS inserted, COALESCE(SUM((c->>'rangeLength')::numeric) FILTER (WHERE "
+        "jsonb_typeof(c->'rangeLength') = 'number' AND (c->>'rangeLength') ~ '^-?[0-9]+$'), 0)"
+        f" AS deleted FROM jsonb_array_elements({changes}) c) e ON true"
+    )
 
 
-def sql_category() -> str:
-    whens = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in sorted(CATEGORY.items()))
-    return f"CASE kind {whens} ELSE '{OTHER}' END"
+def sql_kinds_join() -> str:
+    """A join adding the released kind and category (``k_kind``, ``k_category``; NULL for a
+    kind outside the vocabulary): one hash lookup per row instead of a long CASE."""
+    values = ", ".join(f"('{k}', '{c}')" for k, c in sorted(KNOWN_KINDS.items()))
+    return f"LEFT JOIN (VALUES {values}) AS k(k_kind, k_category) ON k.k_kind = kind"
+
+
+SQL_KIND = f"COALESCE(k.k_kind, '{INVALID_KIND}')"
+SQL_CATEGORY = f"COALESCE(k.k_category, '{OTHER}')"

@@ -24,12 +24,13 @@ from django.db.models import Avg, Count, Q, Sum
 from ide_bridge.export_payloads import (
     CATEGORY,
     INTERNAL_ALL,
-    OTHER,
     PUBLIC_KEYS,
+    SQL_CATEGORY,
+    SQL_KIND,
     clean_kind,
     clean_payload,
-    sql_category,
-    sql_kind,
+    sql_from,
+    sql_kinds_join,
     sql_payload,
 )
 from ide_bridge.models import AIRequest, TrialEvent
@@ -113,8 +114,7 @@ def event_rows(ctx: ExportContext) -> Iterator[Row]:
                 period,
                 seq,
                 client_ts + shift if shift is not None else None,
-                clean_kind(kind),
-                CATEGORY.get(kind, OTHER),
+                *clean_kind(kind),
                 clean_payload(kind, payload, rules),
                 trial_id,
                 client_ts,
@@ -128,9 +128,10 @@ def event_copy(ctx: ExportContext) -> list[tuple[str, Sequence[Any]]] | None:
     payload = sql_payload(PUBLIC_KEYS)
     if not ctx.public or connection.vendor != "postgresql" or payload is None:
         return None
+    # Assembled from constants; values travel as parameters (merged client-side by psycopg).
     statement = (
-        f"COPY (SELECT %s, %s, %s, seq, client_ts + %s, {sql_kind()}, {sql_category()}, "
-        f"{payload} FROM ide_bridge_trialevent WHERE trial_id = %s ORDER BY seq) "
+        f"COPY (SELECT %s, %s, %s, seq, client_ts + %s, {SQL_KIND}, {SQL_CATEGORY}, {payload} "  # noqa: S608
+        f"FROM {sql_from()} {sql_kinds_join()} WHERE trial_id = %s ORDER BY seq) "
         "TO STDOUT WITH (FORMAT csv)"
     )
     shifts = _shifts(ctx)

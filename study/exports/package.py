@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from study.exports import readme
+from study.exports.pgcopy import copy_blocks
 from study.exports.pseudonyms import Pseudonymiser, default_scope, export_key
 from study.exports.registry import (
     PROFILES,
@@ -131,27 +131,22 @@ class CsvSink:
 
     def write_copy(
         self,
-        statements: Iterable[tuple[str, Sequence[Any]]],
+        statements: Sequence[tuple[str, Sequence[Any]]],
         on_chunk: Callable[[int], None] | None = None,
     ) -> None:
         """Append the CSV output of PostgreSQL ``COPY ... TO STDOUT`` statements as it
         streams (one line per row: the statements guarantee no quoted newlines)."""
-        connection.ensure_connection()
         tail = ""
-        with connection.connection.cursor() as cursor:
-            for statement, params in statements:
-                with cursor.copy(statement, params) as copy:
-                    for block in copy:
-                        data = bytes(block)
-                        if self._check:
-                            text = data.decode("utf-8", errors="replace")
-                            self._check(tail + text)
-                            tail = text[-64:]
-                        self._emit(data)
-                        rows = data.count(b"\n")
-                        self.rows += rows
-                        if on_chunk:
-                            on_chunk(rows)
+        for data in copy_blocks(statements):
+            if self._check:
+                text = data.decode("utf-8", errors="replace")
+                self._check(tail + text)  # a match cut by a block boundary is found too
+                tail = text[-64:]
+            self._emit(data)
+            rows = data.count(b"\n")
+            self.rows += rows
+            if on_chunk:
+                on_chunk(rows)
 
     def _flush(self) -> None:
         text = self._buffer.getvalue()

@@ -8,7 +8,10 @@ and stay internal. Every withheld answer is counted in ``deid_report.json``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from itertools import groupby
 from typing import Any
 
 from study.exports import kanon
@@ -22,7 +25,7 @@ from study.exports.registry import (
     register_table,
 )
 from study.models import Answer, Item, Questionnaire, QuestionnaireVersion, Response, Study
-from study.questionnaires import scale_scores
+from study.questionnaires import LIKERT_POINTS
 
 FREE_TEXT_TYPES = frozenset({Item.Type.SHORT_TEXT, Item.Type.LONG_TEXT})
 # Screening items of the shipped instrument that are released as answered in public packages.
@@ -163,44 +166,54 @@ SCALE_COLUMNS = (
     *INSTRUMENT,
     *WHEN,
     Column("scale", "string", "Scale name (e.g. nasa_tlx = raw TLX, the unweighted mean).", source="Item.scale"),  # noqa: E501
-    Column("score", "number", "Mean of the scale's answered items after reverse-scoring (':r').", source="study.questionnaires.scale_scores"),  # noqa: E501
+    Column("score", "number", "Mean of the scale's answered items after reverse-scoring (':r'), as study.questionnaires.scale_scores computes it.", source="Answer.value, Item.scale"),  # noqa: E501
     Column("n_items_answered", "integer", "Items that entered the score.", source="Answer"),
 )  # fmt: skip
 
 
-def _scale_items(response: Response) -> tuple[dict[str, int], bool]:
-    """Items per scale and whether any scored item is withheld in public packages."""
-    counts: dict[str, int] = {}
-    withheld = False
-    kind = response.version.questionnaire.kind
-    for answer in response.answers.all():
-        item, value = answer.item, answer.value
+def _bounds(item: Item) -> tuple[float, float] | None:
+    if item.type in LIKERT_POINTS:
+        return 1.0, float(LIKERT_POINTS[Item.Type(item.type)])
+    if item.min_value is not None and item.max_value is not None:
+        return item.min_value, item.max_value
+    return None
+
+
+def scores(answers: Iterable[tuple[Item, Any]]) -> dict[str, tuple[float, int]]:
+    """Scale -> (score, items answered): :func:`study.questionnaires.scale_scores` over
+    already-loaded answers (a test holds the two equal)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for item, value in answers:
         if not item.scale or isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        name = item.scale.partition(":")[0]
-        counts[name] = counts.get(name, 0) + 1
-        withheld |= release_rule(True, kind, item.key, item.type) != RELEASED
-    return counts, withheld
+        name, _, flag = item.scale.partition(":")
+        bounds = _bounds(item)
+        if flag == "r" and bounds is not None:
+            value = bounds[0] + bounds[1] - value
+        values[name].append(float(value))
+    return {name: (math.fsum(v) / len(v), len(v)) for name, v in sorted(values.items())}
 
 
 def scale_rows(ctx: ExportContext) -> Iterator[Row]:
     for pk, ref in ctx.participants.items():
-        responses = (
-            Response.objects.filter(participant_id=pk)
-            .select_related("version__questionnaire")
-            .prefetch_related("answers__item")
-            .order_by("submitted_at", "pk")
+        answers = (
+            Answer.objects.filter(response__participant_id=pk)
+            .exclude(item__scale="")
+            .select_related("item", "response__version__questionnaire")
+            .order_by("response__submitted_at", "response__pk", "item__order", "item__pk")
         )
-        for response in responses:
-            counts, withheld = _scale_items(response)
-            if not counts:
-                continue
-            if ctx.public and withheld:
-                ctx.note("n_scales_withheld", len(counts))
+        for _, group in groupby(answers, key=lambda a: a.response_id):
+            sheet = list(group)
+            response = sheet[0].response
+            kind = response.version.questionnaire.kind
+            if ctx.public and any(
+                release_rule(True, kind, a.item.key, a.item.type) != RELEASED for a in sheet
+            ):
+                ctx.note("n_scale_scores_withheld")
                 continue
             trial = ctx.trials.get(response.trial_id) if response.trial_id else None
             version = response.version
-            for name, score in scale_scores(response).items():
+            for name, (score, n) in scores((a.item, a.value) for a in sheet).items():
                 yield (
                     ref.pseudonym,
                     version.questionnaire.slug,
@@ -210,7 +223,7 @@ def scale_rows(ctx: ExportContext) -> Iterator[Row]:
                     trial.period if trial else None,
                     name,
                     round(score, 4),
-                    counts.get(name, 0),
+                    n,
                 )
 
 
