@@ -396,51 +396,52 @@ async def latency(
     }
 
 
-# --- 3. Forced disconnects ----------------------------------------------------------------------------
+# --- 3. Forced disconnects ----------------------------------------------------------------
 async def disconnects(
     server: Server, editors: list[tuple[int, str]], seconds: float
 ) -> dict[str, Any]:
-    """Editors with telemetry.js's buffer discipline, two self-inflicted aborts each and one
-    server kill for everyone. Returns counts of events sent, stored, lost and doubled."""
-    rate, flush_every = 10, 0.5
+    """Editors with telemetry.js's discipline: events are recorded at 10/s whatever the
+    connection does, numbered and buffered until acked; a flush every 0.5 s sends what this
+    connection has not sent; after a reconnect, hello, then everything unacked again. Each
+    editor aborts its own TCP connection twice (right after sending, ack unread), and the
+    server is killed with SIGKILL once for everyone and restarted."""
     stats = {"aborts": 0, "reconnects": 0, "resent_events": 0, "server_kills": 0}
     made: dict[int, int] = {}
-    stop_at = time.monotonic() + seconds
-    kill_at = time.monotonic() + seconds * 0.6
+    gate = asyncio.Semaphore(10)  # handshakes at a time
+    begin = time.monotonic()
+    stop_at, deadline = begin + seconds, begin + seconds + 90
 
     async def editor(trial_id: int, cookie: str, index: int) -> None:
         rng = random.Random(1000 + index)
-        aborts = sorted(rng.uniform(0.1, 0.5) * seconds for _ in range(2))
-        buffer: dict[int, dict[str, Any]] = {}  # seq -> event, unacked (telemetry.js's buffer)
-        acked, next_seq, number, begin = 0, 1, 0, time.monotonic()
+        aborts = sorted(begin + rng.uniform(0.1, 0.5) * seconds for _ in range(2))
+        buffer: dict[int, dict[str, Any]] = {}  # seq -> unacked event (telemetry.js's buffer)
+        state = {"acked": 0}
         ws: WebSocket | None = None
-        sent_upto, backoff = 0, 0.2
         reader: asyncio.Task[None] | None = None
+        sent_upto, backoff = 0, 0.2
+
+        async def record() -> None:
+            for n in range(1, int(seconds * 10) + 1):
+                await asyncio.sleep(max(0.0, begin + n / 10 - time.monotonic()))
+                buffer[n] = make_event(n, n, rng)  # seq == unique number here
+                made[trial_id] = n
 
         async def read(sock: WebSocket) -> None:
-            nonlocal acked
             while True:
                 ack = json.loads(await sock.recv())
                 if ack["type"] == "ack":
-                    acked = max(acked, ack["seq"])
-                    for seq in [s for s in buffer if s <= acked]:
+                    state["acked"] = max(state["acked"], ack["seq"])
+                    for seq in [s for s in buffer if s <= state["acked"]]:
                         del buffer[seq]
 
-        deadline = stop_at + 60  # time to drain after the stream ends
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            if now < stop_at:  # record ~rate events per flush interval
-                for _ in range(int(rate * flush_every)):
-                    number += 1
-                    buffer[next_seq] = make_event(next_seq, number, rng)
-                    next_seq += 1
-            elif not buffer:
-                break
+        recording = asyncio.create_task(record())
+        while time.monotonic() < deadline and not (recording.done() and not buffer):
             try:
                 if ws is None:
-                    ws = await connect(server.port, trial_id, cookie)
-                    acked = max(acked, ws.acked)
-                    for seq in [s for s in buffer if s <= acked]:
+                    async with gate:
+                        ws = await asyncio.wait_for(connect(server.port, trial_id, cookie), 5)
+                    state["acked"] = max(state["acked"], ws.acked)
+                    for seq in [s for s in buffer if s <= state["acked"]]:
                         del buffer[seq]
                     stats["reconnects"] += 1
                     stats["resent_events"] += len(buffer)
@@ -449,15 +450,15 @@ async def disconnects(
                 pending = [buffer[s] for s in sorted(buffer) if s > sent_upto]
                 for start in range(0, len(pending), 500):
                     await ws.send(batch_text(pending[start : start + 500]))
-                sent_upto = max(sent_upto, next_seq - 1)
-                if aborts and now - begin > aborts[0]:
+                if pending:
+                    sent_upto = pending[-1]["seq"]
+                if aborts and time.monotonic() > aborts[0] and pending:
                     aborts.pop(0)
-                    ws.abort()  # mid-stream: a batch just went out, its ack is never read
                     stats["aborts"] += 1
-                    raise Closed("aborted")
+                    raise Closed("aborted mid-stream")  # the batch just sent is in flight
                 if reader is not None and reader.done():
-                    reader.result()
-            except (Closed, OSError, ConnectionError, AssertionError, json.JSONDecodeError):
+                    reader.result()  # raises Closed when the server went away
+            except (Closed, OSError, TimeoutError, AssertionError, ValueError):
                 if reader is not None:
                     reader.cancel()
                 if ws is not None:
@@ -466,16 +467,15 @@ async def disconnects(
                 await asyncio.sleep(backoff * (0.5 + random.random()))
                 backoff = min(2.0, backoff * 2)
                 continue
-            await asyncio.sleep(flush_every)
+            await asyncio.sleep(0.5)
         if reader is not None:
             reader.cancel()
         if ws is not None:
             await ws.close()
-        made[trial_id] = number
-        assert not buffer, f"editor {trial_id} could not flush {len(buffer)} events"
+        assert not buffer, f"editor of trial {trial_id} could not flush {len(buffer)} events"
 
     async def killer() -> None:
-        await asyncio.sleep(max(0.0, kill_at - time.monotonic()))
+        await asyncio.sleep(max(0.0, begin + 0.6 * seconds - time.monotonic()))
         server.kill()
         stats["server_kills"] += 1
         await asyncio.sleep(1.0)
@@ -486,23 +486,26 @@ async def disconnects(
 
 
 def count_losses(made: dict[int, int]) -> dict[str, int]:
-    """Each event's unique number is in its payload (versionId, or offset for selections)."""
+    """Each event's unique number is in its payload (versionId, or offset for selections):
+    lost = numbers made but not stored, doubled = rows beyond one per number, misplaced = rows
+    whose number is not their seq."""
     from ide_bridge.models import TrialEvent
 
-    lost = doubled = stored = 0
+    lost = doubled = stored = misplaced = 0
     for trial_id, n in made.items():
-        numbers = [
-            p.get("versionId", p.get("offset"))
-            for p in TrialEvent.objects.filter(trial_id=trial_id).values_list("payload", flat=True)
-        ]
-        stored += len(numbers)
-        lost += len(set(range(1, n + 1)) - set(numbers))
-        doubled += len(numbers) - len(set(numbers))
+        rows = TrialEvent.objects.filter(trial_id=trial_id).values_list("seq", "payload")
+        numbers = {seq: p.get("versionId", p.get("offset")) for seq, p in rows}
+        values = list(numbers.values())
+        stored += len(values)
+        lost += len(set(range(1, n + 1)) - set(values))
+        doubled += len(values) - len(set(values))
+        misplaced += sum(1 for seq, number in numbers.items() if seq != number)
     return {
-        "events_sent": sum(made.values()),
+        "events_made": sum(made.values()),
         "rows_stored": stored,
         "lost": lost,
         "doubled": doubled,
+        "misplaced": misplaced,
     }
 
 
@@ -550,7 +553,8 @@ def main() -> None:
                 )
         if args.only in (None, "disconnects"):
             result = asyncio.run(disconnects(server, make_editors(args.editors), args.seconds))
-            results["disconnects"] = {**result, **count_losses(result.pop("made"))}
+            made = result.pop("made")
+            results["disconnects"] = {**result, **count_losses(made)}
     finally:
         server.stop()
     results["loadavg_after"] = os.getloadavg()

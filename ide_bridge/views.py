@@ -63,6 +63,20 @@ def _code(request: HttpRequest) -> str:
     return code
 
 
+FEEDBACK_ONLY = (
+    "In this condition the code changes only through the assistant's revisions: write your "
+    "feedback in the assistant panel."
+)
+
+
+def _check_editable(trial: Trial, code: str) -> None:
+    """The feedback-only arm's read-only editor, enforced on the server as well."""
+    if participation.arm_config(trial).get("ai_mode") == "feedback" and (
+        code != workspace.solution_text(trial)
+    ):
+        raise BadBody(_error(FEEDBACK_ONLY, 403))
+
+
 def _load_trial(user: User | AnonymousUser, trial_id: int) -> Trial:
     participant = get_participant(user)
     trial = get_trial_for_participant(participant, trial_id)
@@ -168,6 +182,7 @@ def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
 @trial_json
 def autosave(request: HttpRequest, trial: Trial) -> JsonResponse:
     code = _code(request)
+    _check_editable(trial, code)
     try:
         saved = participation.save_draft(trial, code, timezone.now())
     except participation.TrialClosed as exc:
@@ -195,6 +210,7 @@ def state(request: HttpRequest, trial: Trial) -> JsonResponse:
 def submit(request: HttpRequest, trial: Trial) -> JsonResponse:
     """Final submission of the code in the editor (saved first, so the draft matches)."""
     code = _code(request)
+    _check_editable(trial, code)
     now = timezone.now()
     try:
         environment = get_environment(str(participation.arm_config(trial).get("ide")))
@@ -222,6 +238,7 @@ def submit(request: HttpRequest, trial: Trial) -> JsonResponse:
 
 def _save_for_run(user: User | AnonymousUser, trial_id: int, code: str) -> Trial:
     trial = _load_trial(user, trial_id)
+    _check_editable(trial, code)
     return participation.save_draft(trial, code, timezone.now())
 
 

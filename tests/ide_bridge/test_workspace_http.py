@@ -171,8 +171,13 @@ def test_feedback_only_arm_makes_the_editor_read_only() -> None:
     html = client.get(url(trial)).content.decode()
     assert 'data-read-only="true"' in html
     assert client.get(url(trial, "state")).json()["read_only"] is True
-    # The assistant's revisions are still autosaved (the page applies them with setValue).
-    assert post(client, url(trial, "autosave"), {"code": "x = 1\n"}).status_code == 200
+    # The server enforces it too: code typed around the assistant is refused ...
+    refused = post(client, url(trial, "autosave"), {"code": "x = 1\n"})
+    assert refused.status_code == 403
+    assert "only through the assistant" in refused.json()["error"]
+    # ... while saving what the assistant produced (the current code) is accepted.
+    current = client.get(url(trial, "state")).json()["code"]
+    assert post(client, url(trial, "autosave"), {"code": current}).status_code == 200
 
 
 def test_a_trial_that_is_not_the_current_step_redirects_to_the_study() -> None:

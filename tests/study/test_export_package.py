@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from ide_bridge.exports import register_export_tables
 from ide_bridge.models import AIRequest, TrialEvent
@@ -126,8 +128,6 @@ def _grade(trial: Trial) -> None:
 def built(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
-    from django.db import connection
-
     root = tmp_path_factory.mktemp("exports")
     with django_db_blocker.unblock():
         name = str(connection.settings_dict["NAME"])
@@ -435,3 +435,17 @@ def test_session_gap_is_relative_hours(built: Built) -> None:
     assert gaps
     assert all(20 <= g <= 40 for g in gaps)
     assert timedelta(hours=max(gaps)) < timedelta(days=2)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the COPY path is PostgreSQL only")
+def test_copy_fast_path_writes_the_same_events_file_as_the_python_path(
+    built: Built, django_db_blocker: Any, tmp_path: Path
+) -> None:
+    with django_db_blocker.unblock():
+        study = Study.objects.get(slug="demo")
+        with mock.patch("ide_bridge.exports.sql_payload", return_value=None):
+            slow = build_package(study, "public", tmp_path / "python-path")
+        fast = build_package(study, "public", tmp_path / "copy-path")
+    events = "data/study-demo_description-events_data.csv"
+    assert (fast.out_dir / events).read_bytes() == (slow.out_dir / events).read_bytes()
+    assert fast.row_counts["events"] == slow.row_counts["events"] > 0
