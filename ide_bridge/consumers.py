@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from ide_bridge import telemetry
-from ide_bridge.protocol import MAX_BATCH_BYTES, BatchError
+from ide_bridge.protocol import MAX_BATCH_BYTES, BatchError, loads
 from study.access import get_participant, get_trial_for_participant
 from study.models import Trial, User
 
@@ -27,6 +26,9 @@ CLOSE_NOT_FOUND = 4404  # no such trial, or not this participant's ("missing" ==
 CLOSE_NOT_ACCEPTING = 4409  # the trial has not started, or closed more than the grace ago
 # How often a long-lived connection re-reads whether its trial still accepts events.
 RECHECK_SECONDS = 30.0
+# A hello this soon after connecting is answered with the ack read while connecting (a
+# reconnecting client says hello at once; this saves a query per reconnect).
+HELLO_FRESH_SECONDS = 2.0
 
 
 class PingConsumer(AsyncJsonWebsocketConsumer):
@@ -200,7 +202,7 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
 
     trial: Trial | None = None
     acked = 0  # contiguous prefix known to be stored: the floor of the next ack query
-    checked_at = 0.0
+    checked_at = connected_at = 0.0
 
     async def connect(self) -> None:
         trial_id = int(self.scope["url_route"]["kwargs"]["trial_id"])
@@ -210,7 +212,8 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
         if trial is None:
             await self.close(code=code)
             return
-        self.trial, self.acked, self.checked_at = trial, acked, time.monotonic()
+        self.trial, self.acked = trial, acked
+        self.checked_at = self.connected_at = time.monotonic()
 
     async def receive(
         self, text_data: str | None = None, bytes_data: Any = None, **kw: Any
@@ -223,7 +226,7 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
             await self._error("too_large", f"a message holds at most {MAX_BATCH_BYTES} characters")
         else:
             try:
-                content = json.loads(text_data)
+                content = loads(text_data)
             except ValueError:
                 await self._error("bad_json", "the message is not valid JSON")
                 return
@@ -240,9 +243,10 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
             self.checked_at = time.monotonic()
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "hello":
-            self.acked = await database_sync_to_async(telemetry.highest_contiguous_seq)(
-                trial.pk, self.acked
-            )
+            if time.monotonic() - self.connected_at > HELLO_FRESH_SECONDS:
+                self.acked = await database_sync_to_async(telemetry.highest_contiguous_seq)(
+                    trial.pk, self.acked
+                )
             await self.send_json(telemetry.Ack(self.acked, 0, 0, 0).as_message())
         elif kind == "batch":
             try:

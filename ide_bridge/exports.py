@@ -3,13 +3,13 @@ packages only) ``aitranscripts``. Registered with the study's export registry by
 :func:`register_export_tables`, called from ``IdeBridgeConfig.ready()`` (study never imports
 ide_bridge).
 
-Events carry **whitelisted payload keys only**, each with a value rule: numbers, booleans and
-short lowercase tokens. Code text (``edit.changes[].text``, ``checkpoint.code``), run output and
-clipboard contents never leave the server; their sizes are derived instead (``chars_inserted``,
-``code_length``, ``output_length``). Request ids, hashes, provider/model strings and extension
-ids are internal only. Times are ``t_ms`` since the trial started: client timestamps moved onto
-the server clock by the per-trial offset the researcher replay uses (the smallest observed
-server receipt minus client time).
+Events carry **whitelisted payload keys only** (:mod:`ide_bridge.export_payloads`): numbers,
+booleans and short lowercase tokens, plus sizes derived from text that never leaves the server
+(code, run output, clipboard). Request ids, hashes, provider/model strings and extension ids are
+internal only. Times are ``t_ms`` since the trial started: client timestamps moved onto the
+server clock by the per-trial offset the researcher replay uses (the smallest observed server
+receipt minus client time). On PostgreSQL the public events table is written by COPY with the
+same rules compiled to SQL (1M events in seconds; see bench/export_bench.py).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ EVENT_COLUMNS = (
     Column("period", "integer", "Period of the trial (joins taskattempts).", source="Trial.period"),
     Column("seq", "integer", "Event number within the trial (1-based, no gaps).", source="TrialEvent.seq"),  # noqa: E501
     Column("t_ms", "integer", "Milliseconds since the trial started (server clock; may be slightly negative for events sent while the page opened).", units="ms", deid_rule="relative_time", missing="empty: the trial never started", source="TrialEvent.client_ts + clock offset - Trial.started_at"),  # noqa: E501
-    Column("kind", "string", "Event type (telemetry vocabulary, see docs/ide).", source="TrialEvent.kind"),  # noqa: E501
+    Column("kind", "string", "Event type (the telemetry vocabulary of ide_bridge.protocol; 'rejected' = a malformed event the server tombstoned; 'invalid' = a kind outside the vocabulary).", source="TrialEvent.kind"),  # noqa: E501
     Column("category", "string", "Event group.", allowed=" | ".join(sorted({*CATEGORY.values(), "other"})), deid_rule="derived"),  # noqa: E501
     Column("payload", "object", "Whitelisted payload keys as JSON: numbers, booleans and short lowercase tokens, plus derived sizes (n_changes, chars_inserted, chars_deleted, code_length, output_length, n_extensions). Never code, output or clipboard text.", missing="empty: nothing releasable", deid_rule="whitelist", source="TrialEvent.payload"),  # noqa: E501
     Column("trial_id", "integer", "Internal trial id.", identifier_class="direct", tier="internal", source="Trial.id"),  # noqa: E501

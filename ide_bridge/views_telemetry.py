@@ -17,7 +17,6 @@ so the endpoint is CSRF-exempt. Status codes:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -30,7 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ide_bridge import telemetry
 from ide_bridge.models import IntegrityFlag
-from ide_bridge.protocol import MAX_BATCH_BYTES, BatchError
+from ide_bridge.protocol import MAX_BATCH_BYTES, BatchError, loads
 from study.access import get_study_for_researcher, get_trial_for_researcher, studies_for_researcher
 
 FLAGS_PER_PAGE = 200
@@ -68,7 +67,7 @@ def events(request: HttpRequest, trial_id: int) -> JsonResponse:
     if len(body) > MAX_BATCH_BYTES:
         return _error(413, "too_large", f"a batch holds at most {MAX_BATCH_BYTES} bytes")
     try:
-        content = json.loads(body)
+        content = loads(body)
     except ValueError:
         return _error(400, "bad_json", "the body is not valid JSON")
     if not isinstance(content, dict) or content.get("type", "batch") != "batch":

@@ -6,6 +6,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from study import participation
+from study.exports import tasks as export_tasks  # noqa: F401 - registers study.build_export
 from study.models import Trial
 
 

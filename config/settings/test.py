@@ -14,7 +14,7 @@ SECRET_KEY = "test-only-key-not-secret-0123456789-abcdefghijklmnopqrstuvwxyz"  #
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "testserver"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 VAULT_KEYS = ["wb3J8NiPFLM7kBD0lx1cIf6RCtVaGuEyotVV8vPZg3s="]  # test-only Fernet key
-EXPORT_HMAC_KEY = "test-only-export-hmac-key-not-secret-0123456789"  # noqa: S105
+EXPORT_HMAC_KEY = "test-only-export-hmac-key-not-secret-0123456789"
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 CELERY_TASK_EAGER_PROPAGATES = True

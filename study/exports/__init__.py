@@ -6,10 +6,13 @@
 - ``selection``: who is in the package, and the export context the generators read.
 - ``kanon``: generalisation of quasi-identifiers until k-anonymity holds.
 - ``tables`` / ``tables_questionnaires``: the study's own tables.
-- ``package`` / ``readme``: the writer (CSV files, codebook, datapackage, manifest, reports, zip).
-- ``jobs`` / ``tasks``: the researcher-UI path (an ``ExportJob`` built in the worker).
+- ``package`` / ``readme`` / ``pgcopy``: the writer (CSV files streamed, PostgreSQL COPY for
+  bulk tables, codebook, datapackage, manifest, reports, zip).
+- ``jobs`` / ``tasks``: services and the Celery task behind ``manage.py export_study`` and the
+  researcher pages (an ``ExportJob`` built in the worker).
 
-See docs in ``/work/shared/notes/privacy-export.md`` for the design.
+Design: tiers (vault / internal / public), HMAC pseudonyms per scope, k-anonymity on the joint
+quasi-identifier set, relative times, a codebook generated from the table specs.
 """
 
 from __future__ import annotations

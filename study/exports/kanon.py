@@ -2,15 +2,16 @@
 
 Each QI has a *ladder*: level 0 is the value as collected (already coarse at source, e.g. age in
 bands), each further level merges categories, and the last level is ``*`` (any value). The
-algorithm is global full-domain recoding with a greedy choice, then record suppression:
+algorithm is global full-domain recoding, then record suppression:
 
-1. Count the equivalence classes of the joint QI tuple (``collections.Counter``).
-2. While records sit in classes smaller than ``k``: if they are at least ``k`` and at most the
-   suppression budget (``max_suppressed_share`` of all records), stop and suppress them;
-   otherwise raise one QI by one level, choosing the step that leaves the fewest records in
-   small classes (ties: the QI with the most levels left, then the QI order).
-3. Undo steps that were not needed (lower each QI again while the result stays acceptable).
-4. Suppressed records get ``suppressed`` for every QI; their outcomes stay in the package.
+1. A vector of levels (one per QI) is *acceptable* when the records in equivalence classes
+   (``collections.Counter`` of the joint QI tuple) smaller than ``k`` are none, or at least
+   ``k`` and at most the suppression budget (``max_suppressed_share`` of all records).
+2. Every vector is tried (576 for the shipped QIs) and the acceptable one with the least
+   generalisation wins (sum of level / top; ties: fewer suppressed, more classes). Above
+   ``MAX_LATTICE`` vectors a greedy search raises one QI at a time and then undoes steps that
+   were not needed.
+3. Suppressed records get ``suppressed`` for every QI; their outcomes stay in the package.
 
 The suppressed group must itself hold at least ``k`` records (or none): an attacker who finds no
 class matching a target learns the target is among the suppressed. So ``k_achieved`` is the
@@ -20,12 +21,15 @@ holds whenever the study has at least ``k`` participants.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 ANY = "*"
+MAX_LATTICE = 20_000  # level combinations tried exhaustively (5 shipped QIs: 576)
 SUPPRESSED = "suppressed"
 MISSING = ""
 
@@ -69,6 +73,7 @@ class KanonResult:
     k: int
     values: dict[int, dict[str, str]]  # record id -> QI -> released value
     levels: dict[str, int]
+    method: str = ""
     steps: list[str] = field(default_factory=list)
     suppressed: int = 0
     k_achieved: int = 0
@@ -116,22 +121,44 @@ def _refine(
             steps.append(f"{q.name}: back to level {levels[q.name]} (not needed)")
 
 
-def anonymise(
-    records: Mapping[int, Mapping[str, str]],
-    ladders: Sequence[Ladder],
-    *,
-    k: int = 5,
-    max_suppressed_share: float = 0.10,
-) -> KanonResult:
-    """Generalise (then suppress) ``records`` (id -> QI -> level-0 value) to k-anonymity."""
-    levels = {q.name: 0 for q in ladders}
-    budget = int(len(records) * max_suppressed_share)
-    steps: list[str] = []
-    while True:
-        classes = _classes(records, ladders, levels)
+def _lattice(
+    records: Mapping[int, Mapping[str, str]], ladders: Sequence[Ladder], k: int, budget: int
+) -> dict[str, int] | None:
+    """The acceptable level vector with the least generalisation (sum of level / top; ties:
+    fewer suppressed records, then more classes), by trying every vector; None if there are
+    too many. Everything at ``*`` when nothing is acceptable (fewer than k records)."""
+    heights = [q.top + 1 for q in ladders]
+    if math.prod(heights) > MAX_LATTICE:
+        return None
+    tables = [[{v: q.at(level, v) for v in (*q.values, MISSING)} for level in range(q.top + 1)]
+              for q in ladders]  # fmt: skip
+    raws = [tuple(rec.get(q.name, MISSING) for q in ladders) for rec in records.values()]
+    best: tuple[tuple[float, int, int], tuple[int, ...]] | None = None
+    for combo in itertools.product(*(range(h) for h in heights)):
+        maps = [tables[i][level] for i, level in enumerate(combo)]
+        classes = Counter(
+            tuple(m.get(v, v) if level < len(t) - 1 else ANY
+                  for m, v, level, t in zip(maps, raw, combo, tables, strict=True))
+            for raw in raws
+        )  # fmt: skip
         small = _small(classes, k)
-        if _acceptable(small, k, budget):
-            break
+        if not _acceptable(small, k, budget):
+            continue
+        loss = (sum(lv / q.top for lv, q in zip(combo, ladders, strict=True)), small, -len(classes))
+        if best is None or (loss, combo) < best:
+            best = (loss, combo)
+    chosen = best[1] if best else tuple(q.top for q in ladders)
+    return {q.name: level for q, level in zip(ladders, chosen, strict=True)}
+
+
+def _greedy(
+    records: Mapping[int, Mapping[str, str]], ladders: Sequence[Ladder], k: int, budget: int
+) -> tuple[dict[str, int], list[str]]:
+    """For QI sets too large to search: raise one QI at a time (the step that leaves the
+    fewest records in small classes), then undo steps that were not needed."""
+    levels = {q.name: 0 for q in ladders}
+    steps: list[str] = []
+    while not _acceptable(_small(_classes(records, ladders, levels), k), k, budget):
         options = []
         for position, q in enumerate(ladders):
             if levels[q.name] >= q.top:
@@ -145,6 +172,26 @@ def anonymise(
         levels[chosen.name] += 1
         steps.append(f"{chosen.name}: level {levels[chosen.name]} of {chosen.top}")
     _refine(records, ladders, levels, k, budget, steps)
+    return levels, steps
+
+
+def anonymise(
+    records: Mapping[int, Mapping[str, str]],
+    ladders: Sequence[Ladder],
+    *,
+    k: int = 5,
+    max_suppressed_share: float = 0.10,
+) -> KanonResult:
+    """Generalise (then suppress) ``records`` (id -> QI -> level-0 value) to k-anonymity."""
+    budget = int(len(records) * max_suppressed_share)
+    method = "optimal full-domain generalisation (every level combination tried)"
+    searched = _lattice(records, ladders, k, budget)
+    if searched is not None:
+        levels = searched
+        steps = [f"{q.name}: level {levels[q.name]} of {q.top}" for q in ladders if levels[q.name]]
+    else:
+        method = "greedy full-domain generalisation"
+        levels, steps = _greedy(records, ladders, k, budget)
     classes = _classes(records, ladders, levels)
     small_keys = {key for key, n in classes.items() if n < k}
     values: dict[int, dict[str, str]] = {}
@@ -162,6 +209,7 @@ def anonymise(
         k=k,
         values=values,
         levels=levels,
+        method=method,
         steps=steps,
         suppressed=suppressed,
         k_achieved=min(final.values(), default=0),
@@ -194,6 +242,7 @@ def describe(result: KanonResult, ladders: Sequence[Ladder]) -> dict[str, Any]:
             }
             for q in ladders
         },
+        "method": result.method,
         "steps": result.steps,
         "suppressed_records": result.suppressed,
         "equivalence_class_sizes": {str(size): n for size, n in result.class_sizes.items()},

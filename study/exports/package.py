@@ -8,8 +8,8 @@ Layout (``DIR`` must be empty or new)::
 
 Rows are written as the generators yield them, in chunks, with sha256 and row counts computed
 while writing, so memory stays flat however large a table grows. Public packages are scanned as
-they are written (e-mail addresses, ISO timestamps, usernames, internal ids); a hit aborts the
-export rather than produce a package that leaks.
+they are written (:mod:`study.exports.scan`); a hit aborts the export rather than produce a
+package that leaks.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from study.exports.registry import (
     registered_tables,
     tables_for,
 )
+from study.exports.scan import PATTERNS, Scanner
 from study.exports.selection import select
 from study.models import Study
 
@@ -51,13 +52,7 @@ CODEBOOK_HEADER = (
     "table", "name", "type", "description", "allowed_values", "units", "missing_values",
     "identifier_class", "export_tier", "deid_rule", "source",
 )  # fmt: skip
-EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-ISO_DATETIME = re.compile(r"-\d\d-\d\d[T ]\d\d:\d\d")  # starts with a literal: a fast scan
 Progress = Callable[[float, str], None]
-
-
-class LeakDetected(Exception):
-    """A public package would contain something it must not; nothing is released."""
 
 
 @dataclass
@@ -81,26 +76,6 @@ class PackageResult:
     @property
     def row_counts(self) -> dict[str, int]:
         return dict(self.manifest["row_counts"])
-
-
-class Scanner:
-    """Looks for what must never be in a public package, chunk by chunk."""
-
-    def __init__(self, identifiers: Iterable[str]) -> None:
-        self.identifiers = sorted({i for i in identifiers if len(i) >= 4})
-
-    def check(self, text: str, where: str, *, identifiers: bool = True) -> None:
-        if "@" in text and EMAIL.search(text):
-            raise LeakDetected(f"Export refused: {where} would contain an e-mail address.")
-        if ISO_DATETIME.search(text):
-            raise LeakDetected(f"Export refused: {where} would contain an absolute timestamp.")
-        if identifiers:
-            for ident in self.identifiers:
-                if ident in text:
-                    raise LeakDetected(
-                        f"Export refused: {where} would contain a participant's username or "
-                        "internal id."
-                    )
 
 
 class CsvSink:
@@ -343,7 +318,7 @@ def build_package(
         "leak_scan": (
             {
                 "result": "no hits",
-                "patterns": ["e-mail address", "ISO date-time", "username", "internal id"],
+                "patterns": list(PATTERNS),
                 "note": "bulk tables are scanned for e-mail addresses and date-times; their "
                 "values are whitelisted (numbers, booleans, short lowercase tokens)",
             }

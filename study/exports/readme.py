@@ -225,7 +225,8 @@ def readme(
             f"at least k = {k.get('k_target')} participants: **achieved k = "
             f"{k.get('k_achieved')}**"
             + (" (target met)." if k.get("k_satisfied") else " (**target not met**).")
-            + f" Suppressed participants: {k.get('suppressed_records', 0)}. Steps: "
+            + f" Method: {k.get('method')}."
+            + f" Suppressed participants: {k.get('suppressed_records', 0)}. Levels: "
             + ("; ".join(k.get("steps") or []) or "none needed")
             + ". `*` means any value."
         )

@@ -54,6 +54,7 @@ def test_production_check_deploy_reports_no_issues() -> None:
         DJANGO_SECRET_KEY=STRONG_KEY,
         DJANGO_ALLOWED_HOSTS="study.example.org",
         VAULT_KEYS=VAULT_KEY,
+        EXPORT_HMAC_KEY="e" * 48,
     )
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
@@ -80,6 +81,7 @@ def test_unreachable_redis_in_production_fails_at_startup_in_one_sentence() -> N
         DJANGO_SECRET_KEY=STRONG_KEY,
         DJANGO_ALLOWED_HOSTS="study.example.org",
         VAULT_KEYS=VAULT_KEY,
+        EXPORT_HMAC_KEY="e" * 48,
         REDIS_URL="redis://127.0.0.1:1/0",  # nothing listens on port 1
     )
     assert result.returncode == 1

@@ -117,3 +117,16 @@ def test_flags_page_lists_flags_of_the_researchers_studies_only() -> None:
 def test_flags_page_is_not_for_participants() -> None:
     client, _, _ = started_trial()
     assert client.get("/ide/flags/").status_code == 404
+
+
+def test_admin_lists_flags_and_events_read_only() -> None:
+    _, participant, trial = started_trial()
+    ingest(trial, [paste(1, 1000)])
+    researcher = ResearcherFactory.create(is_superuser=True)
+    client = Client()
+    client.force_login(researcher)
+    for model in ("integrityflag", "trialevent"):
+        page = client.get(f"/admin/ide_bridge/{model}/")
+        assert page.status_code == 200
+        assert f"/ide/replay/{trial.pk}/#seq=1" in page.content.decode()
+        assert client.get(f"/admin/ide_bridge/{model}/add/").status_code == 403

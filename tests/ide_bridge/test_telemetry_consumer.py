@@ -3,6 +3,7 @@ prefix, idempotent re-sends, resuming after a reload, and what happens to invali
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -188,3 +189,79 @@ async def test_broken_envelopes_are_refused_whole_and_the_socket_stays_open() ->
     assert await database_sync_to_async(stored)(trial) == []
     assert (await send(communicator, batch(events(1, 2))))["seq"] == 2
     await communicator.disconnect()
+
+
+async def test_unstorable_characters_are_replaced_and_non_json_numbers_refused() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    # A NUL and a lone surrogate (JSON.stringify writes both) become U+FFFD, one unit each.
+    text = (
+        '{"type":"batch","events":[{"seq":1,"ts":1,"kind":"edit","data":{"changes":'
+        '[{"rangeOffset":0,"rangeLength":0,"text":"a\\u0000b\\ud800c"}],"versionId":2}}]}'
+    )
+    await communicator.send_to(text_data=text)
+    ack = await communicator.receive_json_from(timeout=5)
+    assert (ack["seq"], ack["stored"]) == (1, 1)
+    payload = await database_sync_to_async(
+        lambda: TrialEvent.objects.get(trial=trial, seq=1).payload
+    )()
+    assert payload["changes"][0]["text"] == "a\ufffdb\ufffdc"
+    await communicator.send_to(text_data='{"type":"batch","events":[{"seq":2,"ts":NaN}]}')
+    assert (await communicator.receive_json_from())["code"] == "bad_json"
+    await communicator.disconnect()
+
+
+async def test_batches_arriving_together_are_stored_together_with_their_own_acks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ide_bridge import telemetry
+
+    groups: list[int] = []
+    real = telemetry.ingest_many
+    monkeypatch.setattr(
+        telemetry, "ingest_many", lambda jobs: groups.append(len(jobs)) or real(jobs)
+    )
+    monkeypatch.setattr(GroupCommit, "WRITERS", 1)
+    trials = [await database_sync_to_async(started_trial)() for _ in range(3)]
+    sockets = [await open_socket(trial.pk, client) for client, _, trial in trials]
+    for i, communicator in enumerate(sockets):  # all queued before the first write finishes
+        await communicator.send_json_to(batch(events(1, 10 * (i + 1))))
+    acks = [await communicator.receive_json_from(timeout=5) for communicator in sockets]
+    assert [a["seq"] for a in acks] == [10, 20, 30]
+    assert [a["stored"] for a in acks] == [10, 20, 30]
+    assert sum(groups) == 3
+    assert max(groups) > 1  # at least two batches went to the database together
+    for communicator in sockets:
+        await communicator.disconnect()
+
+
+async def test_a_failing_batch_does_not_fail_the_others_of_its_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ide_bridge import telemetry
+
+    real = telemetry.ingest_many
+    poison = object()
+
+    sizes: list[int] = []
+
+    def ingest_many(jobs: list[Any]) -> list[Any]:
+        sizes.append(len(jobs))
+        if any(events is poison for _, events, _ in jobs):
+            raise RuntimeError("the database refused this one")
+        return real(jobs)
+
+    monkeypatch.setattr(telemetry, "ingest_many", ingest_many)
+    monkeypatch.setattr(GroupCommit, "WRITERS", 1)  # so the three form one group
+    (_, _, trial_a), (_, _, trial_b) = [
+        await database_sync_to_async(started_trial)() for _ in range(2)
+    ]
+    writer = GroupCommit()
+    good = asyncio.ensure_future(writer.ingest(trial_a, events(1, 5), 0))
+    bad = asyncio.ensure_future(writer.ingest(trial_b, poison, 0))
+    also_good = asyncio.ensure_future(writer.ingest(trial_b, events(1, 3), 0))
+    assert (await good).highest_contiguous_seq == 5
+    with pytest.raises(RuntimeError):
+        await bad
+    assert (await also_good).highest_contiguous_seq == 3
+    assert sizes == [3, 1, 1, 1]  # the group failed, then each batch alone

@@ -32,6 +32,7 @@ from study import participation
 from study.demo import seed_demo
 from study.demo_answers import FREE_TEXT
 from study.exports.package import PackageResult, build_package, make_zip
+from study.exports.pgcopy import copy_blocks
 from study.exports.pseudonyms import Pseudonymiser, default_scope, export_key
 from study.models import LoginLink, Participant, Study, Trial
 from study.vault import crypto
@@ -445,7 +446,9 @@ def test_copy_fast_path_writes_the_same_events_file_as_the_python_path(
         study = Study.objects.get(slug="demo")
         with mock.patch("ide_bridge.exports.sql_payload", return_value=None):
             slow = build_package(study, "public", tmp_path / "python-path")
-        fast = build_package(study, "public", tmp_path / "copy-path")
+        with mock.patch("study.exports.package.copy_blocks", wraps=copy_blocks) as copied:
+            fast = build_package(study, "public", tmp_path / "copy-path")
+    assert copied.called
     events = "data/study-demo_description-events_data.csv"
     assert (fast.out_dir / events).read_bytes() == (slow.out_dir / events).read_bytes()
     assert fast.row_counts["events"] == slow.row_counts["events"] > 0

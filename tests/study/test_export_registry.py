@@ -126,13 +126,12 @@ def test_pseudonyms_are_keyed_scoped_and_stable(settings: Any) -> None:
     assert one("0123456789abcdef") == one("0123456789abcdef")
     assert one("0123456789abcdef") != one("fedcba9876543210")
     assert one("0123456789abcdef") != Pseudonymiser(key, "demo:2027")("0123456789abcdef")
-    assert len(one("0123456789abcdef")) == 11 and one("0123456789abcdef").startswith("S")
+    assert len(one("0123456789abcdef")) == 11
+    assert one("0123456789abcdef").startswith("S")
     assert one.describe()["key_id"] == hashlib.sha256(key.secret).hexdigest()[:8]
     assert settings.EXPORT_HMAC_KEY not in str(one.describe())
     settings.EXPORT_HMAC_KEY = "another-long-export-key-0123456789-abcdefgh"
-    assert Pseudonymiser(export_key(), "demo:public")("0123456789abcdef") != one(
-        "0123456789abcdef"
-    )
+    assert Pseudonymiser(export_key(), "demo:public")("0123456789abcdef") != one("0123456789abcdef")
 
 
 def test_without_a_key_development_uses_a_labelled_fallback(settings: Any) -> None:
@@ -202,7 +201,7 @@ def test_public_payloads_keep_whitelisted_values_only(
 def event_like_rows(n: int) -> Iterator[tuple[Any, ...]]:
     for i in range(n):
         yield ("SABCDEFGHJK", 1, 2, i, i * 37, "edit", "editing",
-               '{"chars_inserted":3,"n_changes":1,"versionId":%d}' % i)  # fmt: skip
+               f'{{"chars_inserted":3,"n_changes":1,"versionId":{i}}}')  # fmt: skip
 
 
 def test_streaming_writer_keeps_memory_flat(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def enrolled(study: Study) -> Study:
     for seed in range(2):
         _, participant = logged_in(study)
         participation.give_consent(participant, agree=True, checkboxes=ticks)
-        participation.submit_screening(participant, answers_for(study.screening, random.Random(seed)))
+        answers = answers_for(study.screening, random.Random(seed))
+        participation.submit_screening(participant, answers)
     return study
 
 

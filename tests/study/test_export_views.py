@@ -19,7 +19,7 @@ from study.models import AuditEvent, ExportJob, Study
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.journey import journey_study
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.study.urls_with_exports")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +105,7 @@ def test_progress_is_polled_as_json_or_as_an_htmx_row(client_for: Client, study:
 def test_other_researchers_and_participants_cannot_see_exports(study: Study) -> None:
     job = ExportJob.objects.create(study=study, profile="internal", scope="x", created_by="r")
     outsider = Client()
-    outsider.force_login(ResearcherFactory(username="otto@example.org"))
+    outsider.force_login(ResearcherFactory.create(username="otto@example.org"))
     for url in (
         reverse("study:export_list", args=[study.slug]),
         reverse("study:export_status", args=[job.pk]),
@@ -114,7 +114,7 @@ def test_other_researchers_and_participants_cannot_see_exports(study: Study) -> 
         assert outsider.get(url).status_code == 404
     assert outsider.post(reverse("study:export_start", args=[study.slug])).status_code == 404
     participant = Client()
-    participant.force_login(UserFactory(username="p-amber-fox-417"))
+    participant.force_login(UserFactory.create(username="p-amber-fox-417"))
     assert participant.get(reverse("study:export_list", args=[study.slug])).status_code == 403
     anonymous = Client().get(reverse("study:export_status", args=[job.pk]))
     assert anonymous.status_code == 302
