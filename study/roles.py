@@ -31,7 +31,6 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
     ),
     *(f"study.{verb}_{model}" for verb in ("view", "add", "change") for model in ("participant",)),
     "study.view_configsnapshot",
-    "study.view_auditevent",
     "study.view_withdrawal",
     "study.view_retentionpolicy",
     "study.change_retentionpolicy",
@@ -54,8 +53,8 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
         )
     ),
 )
-# Reading the vault (contact and compensation data) is deliberately NOT here: give
-# "study.view_vault" to the study coordinator only.
+# Deliberately NOT here: reading the vault ("study.view_vault", contact and compensation data)
+# and the audit log ("study.view_auditevent"); give those to the study coordinator only.
 
 
 def sync_researcher_group(using: str = "default") -> Group:

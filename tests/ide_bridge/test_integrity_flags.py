@@ -120,7 +120,7 @@ def test_flags_page_is_not_for_participants() -> None:
 
 
 def test_admin_lists_flags_and_events_read_only() -> None:
-    _, participant, trial = started_trial()
+    _, _, trial = started_trial()
     ingest(trial, [paste(1, 1000)])
     researcher = ResearcherFactory.create(is_superuser=True)
     client = Client()
