@@ -58,7 +58,11 @@ def grade(
     tokens: int | None = None,
     progress: Progress | None = None,
     perf_rounds: int = PERF_ROUNDS,
+    tolerate_drift: bool = False,
 ) -> dict[str, Any]:
+    """Grade ``source``. Raises CanaryDrift when the host no longer matches the calibration,
+    unless ``tolerate_drift`` (used after a fresh calibration drifted again: the verdict then
+    rests on the canary ratio alone and the report says ``canary_drift``)."""
     functional = [c for c in instance.cases if c.kind == "functional"]
     perf = [c for c in instance.cases if c.kind == "performance"]
     total = len(functional) + len(perf)
@@ -75,7 +79,7 @@ def grade(
     )
     report["tests"].extend(rows)
     perf_rows, efficiency, n = _grade_performance(
-        instance, source, sandbox, calibration, perf_rounds
+        instance, source, sandbox, calibration, perf_rounds, tolerate_drift
     )
     retries += n
     report["tests"].extend(perf_rows)
@@ -132,6 +136,7 @@ def _grade_performance(
     sandbox: Sandbox,
     calibration: CalibrationResult,
     rounds: int,
+    tolerate_drift: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     perf = [c for c in instance.cases if c.kind == "performance"]
     canary_source = instance.references["efficient"].encode()
@@ -171,11 +176,12 @@ def _grade_performance(
         raise CanaryDrift("the efficient canary itself failed; the calibration is not usable here")
     canary_total = sum(canary_net.values())
     drift = abs(canary_total / calibration.efficient_s - 1) if calibration.efficient_s > 0 else 0
-    if not timed_out and drift > CANARY_DRIFT_LIMIT:
+    if not timed_out and drift > CANARY_DRIFT_LIMIT and not tolerate_drift:
         raise CanaryDrift(
             f"canary took {canary_total:.3f}s net vs calibrated {calibration.efficient_s:.3f}s"
         )
     efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)
+    efficiency["canary_drift"] = round(drift, 3)
     if efficiency["borderline"]:
         measure(EXTRA_ROUNDS_IF_BORDERLINE, rounds)
         efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)

@@ -203,30 +203,26 @@ def grade_instance(
     tokens: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Grade with the cached calibration; if the canary shows the host has drifted, measure a
-    fresh calibration and grade again (once). The report names the calibration row used."""
+    """Grade with the cached calibration. If the canary shows the host has drifted, measure a
+    fresh calibration and grade again; if that drifts too (a busy host), the verdict rests on
+    the canary ratio, which is measured side by side and so stays fair, and the report's
+    ``efficiency.canary_drift`` shows how far off the host was."""
     record = get_or_create_calibration(instance, sandbox)
-    for attempt in range(2):
-        try:
-            report = grade(
-                instance,
-                source,
-                sandbox=sandbox,
-                calibration=record.result,
-                duration_s=duration_s,
-                tokens=tokens,
-                progress=progress,
-            )
-        except CanaryDrift:
-            if attempt:
-                raise GradingUnavailable(
-                    "the efficient canary drifted twice; the host is too noisy to grade"
-                ) from None
-            record = get_or_create_calibration(instance, sandbox, force=True)
-            continue
-        report["calibration"]["id"] = record.row.pk
-        return report
-    raise AssertionError("unreachable")
+    options: dict[str, Any] = {"duration_s": duration_s, "tokens": tokens, "progress": progress}
+    try:
+        report = grade(instance, source, sandbox=sandbox, calibration=record.result, **options)
+    except CanaryDrift:
+        record = get_or_create_calibration(instance, sandbox, force=True)
+        report = grade(
+            instance,
+            source,
+            sandbox=sandbox,
+            calibration=record.result,
+            tolerate_drift=True,
+            **options,
+        )
+    report["calibration"]["id"] = record.row.pk
+    return report
 
 
 @transaction.atomic

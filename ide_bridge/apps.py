@@ -11,9 +11,8 @@ class IdeBridgeConfig(AppConfig):
     def ready(self) -> None:
         # The study layer asks for deletions and extra export tables/metrics through signals
         # and registries, because it must not import this app.
-        from study import signals
-
         from ide_bridge import data_removal, exports, metrics
+        from study import signals
 
         signals.participant_data_deleted.connect(
             data_removal.delete_participant_data, dispatch_uid="ide-delete-participant-data"

@@ -12,6 +12,7 @@ import hmac
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from django.db import transaction
@@ -259,33 +260,44 @@ def trial_has_token(trial_id: int) -> bool:
     return TrialAccess.objects.filter(trial_id=trial_id).exists()
 
 
+@lru_cache(maxsize=32)
+def _starter_code(slug: str, seed: int) -> str:
+    """Instantiating a task takes seconds; the result is fixed for (template, seed)."""
+    from evaluation.instances import get_instance
+
+    return get_instance(slug, seed).participant_files.get("solution.py", "")
+
+
 # --- Replay ---------------------------------------------------------------------------------
 def replay_data(trial: Trial) -> dict[str, Any]:
     """Everything the replay page needs: starter code and the events in seq order, each with
-    ``t_ms`` since the trial started. Client clocks drift, so each client ts is moved onto the
-    server clock by the smallest observed (server receipt - client ts) offset, i.e. the event
-    that reached the server fastest."""
-    from evaluation.instances import get_instance
-
+    ``t_ms`` since the trial started. Client clocks drift, so client times are moved onto the
+    server clock by the smallest observed (server receipt - client ts), i.e. by the event that
+    reached the server fastest; ``t_ms`` never decreases along seq (a client clock stepping back
+    shows as a pause, nothing is before 0; a rejected event without a valid ts takes its
+    predecessor's time)."""
     rows = list(
         TrialEvent.objects.filter(trial_id=trial.pk)
         .order_by("seq")
         .values_list("seq", "client_ts", "server_ts", "kind", "payload")
     )
-    offset = min((int(srv.timestamp() * 1000) - ts for _, ts, srv, _, _ in rows), default=0)
+    offset = min(
+        (int(srv.timestamp() * 1000) - ts for _, ts, srv, _, _ in rows if ts > 0), default=0
+    )
     started = trial.started_at or (rows[0][2] if rows else timezone.now())
     start_ms = int(started.timestamp() * 1000)
-    starter = get_instance(trial.template_slug, trial.seed).participant_files.get("solution.py", "")
+    events, t_ms = [], 0
+    for seq, ts, _, kind, payload in rows:
+        if ts > 0:
+            t_ms = max(t_ms, ts + offset - start_ms)
+        events.append({"seq": seq, "t_ms": t_ms, "kind": kind, "data": payload})
     return {
         "trial": trial.pk,
         "started_at": started.isoformat(),
         "ended_at": trial.ended_at.isoformat() if trial.ended_at else None,
-        "starter_code": starter,
+        "starter_code": _starter_code(trial.template_slug, trial.seed),
         "final_code": trial.draft_code,
         "clock_offset_ms": offset,
         "categories": CATEGORIES,
-        "events": [
-            {"seq": seq, "t_ms": ts + offset - start_ms, "kind": kind, "data": payload}
-            for seq, ts, _, kind, payload in rows
-        ],
+        "events": events,
     }

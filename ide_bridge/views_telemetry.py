@@ -61,7 +61,8 @@ def events(request: HttpRequest, trial_id: int) -> JsonResponse:
         if not telemetry.trial_has_token(trial_id):
             return _error(404, "not_found", "no such trial")
         return _error(401, "bad_token", "this token does not open this trial")
-    if int(request.headers.get("Content-Length") or 0) > MAX_BATCH_BYTES:
+    declared = request.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_BATCH_BYTES:
         return _error(413, "too_large", f"a batch holds at most {MAX_BATCH_BYTES} bytes")
     body = request.body
     if len(body) > MAX_BATCH_BYTES:

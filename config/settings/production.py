@@ -54,7 +54,7 @@ if REDIS_URL and env.bool("HAIEVAL_CHECK_REDIS_AT_STARTUP", default=True):
         ) from exc
 
 # Export pseudonyms (study/exports/pseudonyms.py): a long random secret outside the database.
-EXPORT_HMAC_KEY: str = env.str("EXPORT_HMAC_KEY", default="")
+EXPORT_HMAC_KEY = env.str("EXPORT_HMAC_KEY", default="")
 if len(EXPORT_HMAC_KEY) < 32:
     raise ImproperlyConfigured(
         "EXPORT_HMAC_KEY is not set (or shorter than 32 characters); production needs a long "

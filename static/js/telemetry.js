@@ -281,7 +281,7 @@
             if (isHello) flush();
           });
         } else if (msg.type === "error") {
-          console.warn("telemetry:", msg.code, msg.error); // eslint-disable-line no-console
+          console.warn("telemetry:", msg.code, msg.error);
         }
       };
       socket.onclose = (e) => {

@@ -8,6 +8,9 @@ from channels.testing import WebsocketCommunicator
 from config.asgi import application
 
 
+# Channels closes stale database connections when a consumer finishes, so the test may touch
+# the database even though the ping consumer does not.
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_ping_is_answered_with_pong() -> None:
     communicator = WebsocketCommunicator(
@@ -22,6 +25,7 @@ async def test_ping_is_answered_with_pong() -> None:
     await communicator.disconnect()
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_websocket_from_a_foreign_origin_is_refused() -> None:
     communicator = WebsocketCommunicator(

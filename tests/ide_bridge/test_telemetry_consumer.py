@@ -4,12 +4,16 @@ prefix, idempotent re-sends, resuming after a reload, and what happens to invali
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from django.db import connections
 from django.utils import timezone
 
 from ide_bridge.consumers import (
@@ -34,12 +38,21 @@ from tests.ide_bridge.telemetry_helpers import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
-@pytest.fixture(autouse=True)
-def close_writer_connections() -> Iterator[None]:
-    """The group-commit writer threads keep a connection; PostgreSQL cannot drop the test
-    database while one is open."""
+@pytest_asyncio.fixture(autouse=True)
+async def release_connections() -> AsyncIterator[None]:
+    """Close what the consumers opened in other threads: PostgreSQL cannot drop the test
+    database while a connection is open, and an in-memory SQLite connection (which Django never
+    closes) would make a later test without database access fail in channels' cleanup."""
     yield
+    await sync_to_async(_forget_connections)()  # the shared thread-sensitive thread
     GroupCommit.close_connections()
+
+
+def _forget_connections() -> None:
+    connections.close_all()
+    for alias in connections:
+        with contextlib.suppress(AttributeError):
+            del connections[alias]
 
 
 def stored(trial: Trial) -> list[tuple[int, str]]:
@@ -218,9 +231,12 @@ async def test_batches_arriving_together_are_stored_together_with_their_own_acks
 
     groups: list[int] = []
     real = telemetry.ingest_many
-    monkeypatch.setattr(
-        telemetry, "ingest_many", lambda jobs: groups.append(len(jobs)) or real(jobs)
-    )
+
+    def ingest_many(jobs: list[Any]) -> list[Any]:
+        groups.append(len(jobs))
+        return real(jobs)
+
+    monkeypatch.setattr(telemetry, "ingest_many", ingest_many)
     monkeypatch.setattr(GroupCommit, "WRITERS", 1)
     trials = [await database_sync_to_async(started_trial)() for _ in range(3)]
     sockets = [await open_socket(trial.pk, client) for client, _, trial in trials]
