@@ -23,7 +23,7 @@ from study.models import Trial, User
 # Close codes of the telemetry socket (the client stops reconnecting on these).
 CLOSE_UNAUTHENTICATED = 4401  # not logged in
 CLOSE_NOT_FOUND = 4404  # no such trial, or not this participant's ("missing" == "not yours")
-CLOSE_NOT_ACCEPTING = 4409  # the trial has not started, or closed more than the grace ago
+CLOSE_NOT_ACCEPTING = 4409  # trial not started or closed beyond the grace; participation ended
 # How often a long-lived connection re-reads whether its trial still accepts events.
 RECHECK_SECONDS = 30.0
 # A hello this soon after connecting is answered with the ack read while connecting (a
@@ -253,6 +253,8 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
                 ack = await GroupCommit.for_loop().ingest(trial, content.get("events"), self.acked)
             except BatchError as exc:
                 await self._error(exc.code, str(exc))
+                if exc.code == "trial_closed":  # the participant withdrew or was excluded
+                    await self.close(code=CLOSE_NOT_ACCEPTING)
                 return
             self.acked = ack.highest_contiguous_seq
             await self.send_json(ack.as_message())

@@ -31,6 +31,7 @@ from ide_bridge.telemetry_store import (
     highest_contiguous_many,
     highest_contiguous_seq,
     insert_absent,
+    participants_gone,
 )
 from study.models import Trial
 
@@ -121,9 +122,10 @@ def ingest(trial: Trial, events: object, *, floor: int = 0) -> Ack:
 
 
 def ingest_many(jobs: list[Job]) -> list[Ack | BatchError]:
-    """:func:`ingest` for several batches (of any trials) in one transaction and two
+    """:func:`ingest` for several batches (of any trials) in one transaction and three
     statements: the WebSocket consumer's group commit. Results are in the order of ``jobs``.
-    When one trial appears twice, an event new to both counts as stored for the first."""
+    When one trial appears twice, an event new to both counts as stored for the first. Trials
+    of participants who withdrew or were excluded get ``BatchError("trial_closed")``."""
     results: list[Ack | BatchError] = []
     parsed: list[tuple[int, Trial, Batch, int]] = []
     for index, (trial, events, floor) in enumerate(jobs):
@@ -133,17 +135,21 @@ def ingest_many(jobs: list[Job]) -> list[Ack | BatchError]:
             results.append(exc)
             continue
         results.append(Ack(floor, 0, 0, 0))  # placeholder, replaced below
-    owner: dict[tuple[int, int], int] = {}
-    rows: list[list[Any]] = []
-    for index, trial, batch, floor in parsed:
-        for e in batch.events:
-            if e.seq > floor and (trial.pk, e.seq) not in owner:
-                owner[(trial.pk, e.seq)] = index
-                rows.append([trial.pk, e.seq, e.ts, e.kind, e.data])
-    floors: dict[int, int] = {}
-    for _, trial, _, floor in parsed:
-        floors[trial.pk] = min(floor, floors.get(trial.pk, floor))
     with transaction.atomic():
+        gone = participants_gone({trial.participant_id for _, trial, _, _ in parsed})
+        for index, trial, _, _ in parsed:
+            if trial.participant_id in gone:
+                results[index] = BatchError("trial_closed", "this participation has ended")
+        parsed = [job for job in parsed if job[1].participant_id not in gone]
+        owner: dict[tuple[int, int], int] = {}
+        rows: list[list[Any]] = []
+        floors: dict[int, int] = {}
+        for index, trial, batch, floor in parsed:
+            floors[trial.pk] = min(floor, floors.get(trial.pk, floor))
+            for e in batch.events:
+                if e.seq > floor and (trial.pk, e.seq) not in owner:
+                    owner[(trial.pk, e.seq)] = index
+                    rows.append([trial.pk, e.seq, e.ts, e.kind, e.data])
         inserted = insert_absent(rows, timezone.now())
         new_by_job: dict[int, list[Event]] = {}
         flags: list[IntegrityFlag] = []

@@ -22,6 +22,7 @@ from django.db.models import Count, Exists, Field, Max, Min, OuterRef
 
 from ide_bridge.models import TrialEvent
 from ide_bridge.protocol import dumps_storable
+from study.models import Participant
 
 Row = list[Any]  # [trial_id, seq, client ts, kind, data]
 
@@ -59,6 +60,22 @@ def insert_absent(rows: list[Row], now: Any) -> set[tuple[int, int]]:
         )
         inserted.update((trial_id, seq) for seq in new)
     return inserted
+
+
+def participants_gone(participant_ids: set[int]) -> set[int]:
+    """Those of the participants who withdrew or were excluded: their trials take no more
+    events. On PostgreSQL the rows are locked FOR KEY SHARE for the rest of the transaction:
+    that waits for a withdrawal in progress (it holds FOR UPDATE and deletes the telemetry),
+    so no event can be stored after the deletion, yet ordinary updates are not blocked."""
+    gone = (Participant.Stage.WITHDRAWN, Participant.Stage.EXCLUDED)
+    if not participant_ids:
+        return set()
+    if connection.vendor != "postgresql":
+        rows = Participant.objects.filter(pk__in=participant_ids, stage__in=gone)
+        return set(rows.values_list("pk", flat=True))
+    with connection.cursor() as cursor:
+        cursor.execute(_sql()["participants"], [sorted(participant_ids)])
+        return {pk for pk, stage in cursor.fetchall() if stage in gone}
 
 
 def highest_contiguous_seq(trial_id: int, floor: int = 0) -> int:
@@ -116,8 +133,19 @@ def _sql() -> dict[str, str]:
         assert field.column
         columns.append(quote(field.column))
     table, trial, seq = quote(meta.db_table), columns[0], columns[1]
+    people = Participant._meta
+    stage, pk = people.get_field("stage"), people.pk
+    assert isinstance(stage, Field)
+    assert stage.column
+    assert pk is not None
+    assert pk.column
+    person, people_table = quote(pk.column), quote(people.db_table)
     # Table and column names come from the model, never from input; values are parameters.
     return {
+        "participants": (
+            f"SELECT {person}, {quote(stage.column)} FROM {people_table} "  # noqa: S608
+            f"WHERE {person} = ANY(%s) ORDER BY {person} FOR KEY SHARE"
+        ),
         "insert": (
             f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608
             "SELECT (r->>0)::bigint, (r->>1)::integer, (r->>2)::bigint, r->>3, r->4, %s "

@@ -11,7 +11,8 @@ so the endpoint is CSRF-exempt. Status codes:
 * 401 no token, or the token does not open this trial
 * 404 no token was ever issued for this trial id (unknown trial)
 * 405 not a POST
-* 409 the trial does not accept events (not started, or closed longer than the grace)
+* 409 the trial does not accept events (not started, closed longer than the grace, or the
+  participant withdrew or was excluded)
 * 413 body over ``MAX_BATCH_BYTES`` or more than ``MAX_BATCH_EVENTS`` events
 """
 
@@ -78,8 +79,8 @@ def events(request: HttpRequest, trial_id: int) -> JsonResponse:
     try:
         ack = telemetry.ingest(trial, content.get("events"))
     except BatchError as exc:
-        status = 413 if exc.code in ("too_large", "too_many_events") else 400
-        return _error(status, exc.code, str(exc))
+        statuses = {"too_large": 413, "too_many_events": 413, "trial_closed": 409}
+        return _error(statuses.get(exc.code, 400), exc.code, str(exc))
     return JsonResponse(ack.as_message())
 
 

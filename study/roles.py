@@ -41,6 +41,10 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
     "study.delete_arm",
     "study.delete_taskpoolentry",
     "study.delete_item",
+    # The IDE's telemetry and integrity flags (read-only admin pages, replay).
+    "ide_bridge.view_trialevent",
+    "ide_bridge.view_integrityflag",
+    "ide_bridge.view_airequest",
     # The evaluation engine's records.
     *(
         f"evaluation.view_{model}"

@@ -274,8 +274,10 @@
         let msg;
         try { msg = JSON.parse(m.data); } catch (err) { return; }
         if (msg.type === "ack") {
-          const isHello = !ready;
+          const current = socket === ws; // a late ack of a replaced socket still counts
+          const isHello = current && !ready;
           onAck(Number(msg.seq) || 0, isHello).then(() => {
+            if (!current || socket !== ws) return;
             if (isHello) { ready = true; sentUpTo = 0; backoff = BACKOFF_MIN_MS; }
             waitingSince = msg.seq >= sentUpTo ? null : Date.now();
             if (isHello) flush();

@@ -24,7 +24,7 @@ from ide_bridge.consumers import (
 )
 from ide_bridge.models import TrialEvent
 from ide_bridge.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
-from study.models import Trial
+from study.models import Participant, Trial
 from tests.ide_bridge.telemetry_helpers import (
     batch,
     close_code,
@@ -281,3 +281,16 @@ async def test_a_failing_batch_does_not_fail_the_others_of_its_group(
         await bad
     assert (await also_good).highest_contiguous_seq == 3
     assert sizes == [3, 1, 1, 1]  # the group failed, then each batch alone
+
+
+async def test_an_open_socket_is_closed_when_the_participant_withdraws() -> None:
+    client, participant, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    assert (await send(communicator, batch(events(1, 2))))["seq"] == 2
+    await database_sync_to_async(Participant.objects.filter(pk=participant.pk).update)(
+        stage=Participant.Stage.WITHDRAWN
+    )
+    refused = await send(communicator, batch(events(3, 4)))
+    assert refused["code"] == "trial_closed"
+    assert await close_code(communicator) == CLOSE_NOT_ACCEPTING
+    assert len(await database_sync_to_async(stored)(trial)) == 2

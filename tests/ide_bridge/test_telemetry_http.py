@@ -15,7 +15,7 @@ from django.utils import timezone
 from ide_bridge.models import TrialAccess, TrialEvent
 from ide_bridge.protocol import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
 from ide_bridge.telemetry import issue_trial_token, trial_for_token
-from study.models import Trial
+from study.models import Participant, Trial
 from tests.ide_bridge.telemetry_helpers import batch, event, events, started_trial
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +143,14 @@ def test_only_post_is_allowed(trial_and_token: tuple[Trial, str]) -> None:
     trial, token = trial_and_token
     url = reverse("ide_bridge:events", args=[trial.pk])
     assert Client().get(url, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 405
+
+
+def test_no_events_are_stored_once_the_participant_withdrew(
+    trial_and_token: tuple[Trial, str],
+) -> None:
+    trial, token = trial_and_token
+    assert post(trial.pk, batch(events(1, 2)), token=token).status_code == 200
+    Participant.objects.filter(pk=trial.participant_id).update(stage=Participant.Stage.WITHDRAWN)
+    refused = post(trial.pk, batch(events(3, 4)), token=token)
+    assert (refused.status_code, refused.json()["code"]) == (409, "trial_closed")
+    assert TrialEvent.objects.filter(trial=trial).count() == 2
