@@ -59,7 +59,8 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    client_app = Celery("test-client", broker=broker, backend=backend)
+    # Not the current app: shared tasks elsewhere in the session must keep using ours.
+    client_app = Celery("test-client", broker=broker, backend=backend, set_as_current=False)
     try:
         yield {
             "app": client_app,
