@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import replace
 
+from evaluation.sandbox import call_spec
+from evaluation.sandbox import unittest_spec as sandbox_unittest_spec
 from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
 
-HARNESS = Path(__file__).resolve().parent / "runner" / "harness.py"
-HARNESS_ARGV = ("python3", "-I", "-S", "-B", "/sandbox/harness.py")
 SANDBOX_RETRIES = 2  # extra attempts for a run that ended in SANDBOX_ERROR
 
 
@@ -29,40 +28,26 @@ def case_spec(
 ) -> RunSpec:
     """One fresh process calling the entry point on this case's input. The expected output
     stays on the host."""
-    request = {
-        "mode": "call",
-        "module_file": "/sandbox/solution.py",
-        "entry": instance.entry_point,
-        "args": case.args,
-        "kwargs": case.kwargs,
-    }
-    return RunSpec(
-        files={"harness.py": HARNESS.read_bytes(), "solution.py": source},
-        argv=HARNESS_ARGV,
-        stdin=json.dumps(request).encode(),
-        cpu_s=cpu_s,
-        mem_mib=mem_mib,
+    return call_spec(
+        source, instance.entry_point, case.args, case.kwargs, cpu_s=cpu_s, mem_mib=mem_mib
     )
 
 
 def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: int) -> RunSpec:
-    """Run the participant's visible ``test_visible.py`` against ``source`` (output is shown)."""
-    request = {"mode": "unittest", "test_file": "/sandbox/test_visible.py"}
-    # The tests may read task_data.json or import legacy modules beside them: give the sandbox
-    # every flat participant file, with the submitted source as solution.py.
-    files = {
+    """Run the participant's visible ``test_visible.py`` against ``source`` (output is shown).
+
+    The tests may read task_data.json or import legacy modules beside them, so the sandbox gets
+    every flat participant file, with the submitted source as solution.py.
+    """
+    spec = sandbox_unittest_spec(
+        source, instance.participant_files["test_visible.py"], cpu_s=cpu_s, mem_mib=mem_mib
+    )
+    extra = {
         name: text.encode()
         for name, text in instance.participant_files.items()
         if "/" not in name and name.endswith((".py", ".json", ".csv", ".txt"))
     }
-    files.update({"harness.py": HARNESS.read_bytes(), "solution.py": source})
-    return RunSpec(
-        files=files,
-        argv=HARNESS_ARGV,
-        stdin=json.dumps(request).encode(),
-        cpu_s=cpu_s,
-        mem_mib=mem_mib,
-    )
+    return replace(spec, files={**extra, **spec.files})
 
 
 def run_with_retries(sandbox: Sandbox, specs: Sequence[RunSpec]) -> tuple[list[RunResult], int]:
