@@ -105,8 +105,8 @@ def _report(slug: str, seed: int, passed: bool, rng: random.Random) -> dict[str,
 
 def _study() -> Any:
     from evaluation.models import TaskTemplate
-    from study.instruments import attach_default_instruments
     from study.models import Arm, Study, Track
+    from study.questionnaires.instruments import attach_default_instruments
 
     study = Study.objects.create(slug=SLUG, title="Export benchmark", status="closed")
     for code in ("SDE", "MLE", "DS"):
@@ -130,8 +130,8 @@ def _study() -> Any:
 
 
 def _participants(study: Any, n: int, rng: random.Random) -> list[Any]:
+    from study.configuration.snapshots import current_snapshot
     from study.models import Assignment, ConsentEvent, Participant, User
-    from study.snapshots import current_snapshot
 
     snapshot = current_snapshot(study)
     tracks = list(study.tracks.order_by("code"))
@@ -234,7 +234,7 @@ def _trials(study: Any, participants: list[Any], rng: random.Random) -> list[Any
 
 def _answers(study: Any, participants: list[Any], trials: list[Any], rng: random.Random) -> None:
     from ide_bridge.models import AIRequest
-    from study.demo_answers import answers_for
+    from study.demo.answers import answers_for
     from study.models import Answer, Response
 
     versions = {"screening": study.screening, "post_trial": study.post_trial}

@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from study.trials.services import start_trial
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
@@ -153,7 +155,6 @@ def make_editors(n: int) -> Editors:
 
     from evaluation.instances import get_instance
     from evaluation.services import record_instance
-    from study import participation
     from study.models import Arm, Trial, User
     from tests.study.factories_study import make_participant, make_study
 
@@ -168,7 +169,7 @@ def make_editors(n: int) -> Editors:
             participant=make_participant(study, user=user), session_index=1, period=1, arm=arm,
             template_slug=slug, seed=1, instance=instance,
         )  # fmt: skip
-        participation.start_trial(trial, timezone.now())
+        start_trial(trial, timezone.now())
         session = SessionStore()
         session[SESSION_KEY] = str(user.pk)
         session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"

@@ -18,7 +18,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
 app = Celery("haieval")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# Tasks live in the ``tasks.py`` of the capability package that owns them.
+TASK_PACKAGES = ["evaluation", "study.trials", "study.exports"]
+app.autodiscover_tasks(TASK_PACKAGES)
 
 HEARTBEAT_KEY_PREFIX = "worker-heartbeat:"
 logger = logging.getLogger(__name__)

@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from ide_bridge.routing import websocket_urlpatterns as ide_bridge_routes
-from study.consumers import websocket_urlpatterns as study_routes
+from study.results.consumers import websocket_urlpatterns as study_routes
 
 websocket_urlpatterns = [*ide_bridge_routes, *study_routes]

@@ -1,59 +1,8 @@
-"""Read-only admin views of telemetry: events and integrity flags, scoped to the researcher's
-studies (the replay page is the friendlier way to read a trial's events)."""
+"""The IDE bridge's admin pages live in their capability packages; Django's admin
+autodiscovery imports this module, which imports them so they register their models."""
 
 from __future__ import annotations
 
-from typing import Any
+from ide_bridge.telemetry import admin as telemetry_admin
 
-from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
-from django.utils.html import format_html
-
-from ide_bridge.models import IntegrityFlag, TrialEvent
-from study.access import studies_for_researcher
-
-
-class _ReadOnlyTrialScopedAdmin(admin.ModelAdmin):
-    list_select_related = ("trial__participant__user", "trial__arm")
-    list_per_page = 200
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return (
-            super()
-            .get_queryset(request)
-            .filter(trial__participant__study__in=studies_for_researcher(request.user))
-        )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @admin.display(description="replay")
-    def replay_link(self, obj: TrialEvent | IntegrityFlag) -> str:
-        seq = obj.seq if isinstance(obj, TrialEvent) else obj.event_seq
-        url = reverse("ide_bridge:replay", args=[obj.trial_id])
-        return format_html('<a href="{}#seq={}">replay</a>', url, seq or "")
-
-
-@admin.register(TrialEvent)
-class TrialEventAdmin(_ReadOnlyTrialScopedAdmin):
-    list_display = ("trial", "seq", "kind", "client_ts", "server_ts", "replay_link")
-    list_filter = ("kind",)
-    search_fields = ("=trial__id",)
-    readonly_fields = ("trial", "seq", "kind", "client_ts", "server_ts", "payload")
-    show_full_result_count = False  # counting millions of events on every page is slow
-
-
-@admin.register(IntegrityFlag)
-class IntegrityFlagAdmin(_ReadOnlyTrialScopedAdmin):
-    list_display = ("trial", "kind", "event_seq", "detail", "created_at", "replay_link")
-    list_filter = ("kind", "trial__participant__study")
-    search_fields = ("=trial__id",)
-    readonly_fields = ("trial", "kind", "detail", "event_seq", "created_at")
+__all__ = ["telemetry_admin"]

@@ -10,8 +10,10 @@ class IdeBridgeConfig(AppConfig):
 
     def ready(self) -> None:
         # The study layer asks for deletions and extra export tables/metrics through signals
-        # and registries, because it must not import this app.
-        from ide_bridge import data_removal, exports, metrics
+        # and registries, because it must not import this app. (Imported here: this module
+        # loads before the app registry is ready.)
+        from ide_bridge import data_removal, metrics
+        from ide_bridge.telemetry import exports
         from study import signals
 
         signals.participant_data_deleted.connect(

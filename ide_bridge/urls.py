@@ -1,22 +1,15 @@
-"""HTTP routes of the participant's coding environment (namespace ``ide_bridge``)."""
+"""HTTP routes of the participant's coding environment (namespace ``ide_bridge``): one prefix
+per capability package, so ``/ide/<package>/...`` is served by ``ide_bridge/<package>/``."""
 
 from __future__ import annotations
 
-from django.urls import path
-
-from ide_bridge import views
+from django.urls import include, path
 
 app_name = "ide_bridge"
 
 urlpatterns = [
-    path("trials/<int:trial_id>/", views.workspace_page, name="workspace"),
-    path("trials/<int:trial_id>/autosave", views.autosave, name="autosave"),
-    path("trials/<int:trial_id>/run", views.run_tests, name="run"),
-    path("trials/<int:trial_id>/submit", views.submit, name="submit"),
-    path("trials/<int:trial_id>/state", views.state, name="state"),
+    path("workspace/", include("ide_bridge.workspace.urls")),
+    path("ai/", include("ide_bridge.ai.urls")),
+    path("telemetry/", include("ide_bridge.telemetry.urls")),
+    path("submissions/", include("ide_bridge.submissions.urls")),
 ]
-
-# Routes owned by the gateway, telemetry/replay and archive-submission modules.
-from ide_bridge import urls_ai, urls_submissions, urls_telemetry  # noqa: E402
-
-urlpatterns += urls_ai.urlpatterns + urls_telemetry.urlpatterns + urls_submissions.urlpatterns

@@ -11,23 +11,17 @@ class StudyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Imported here, not at the top: this module loads before the app registry is ready.
         from django.db.models.signals import post_migrate
 
+        from study.results.consumers import connect_monitor_signals
+
         post_migrate.connect(_sync_groups, sender=self, dispatch_uid="study-sync-groups")
-
-        # A typed consent name is personal data: it goes to the encrypted vault only.
-        from study import consent
-        from study.vault.services import add_typed_consent_name
-
-        consent.typed_name_sink = add_typed_consent_name
-
         # Push "something changed" to open live monitors (they also poll, for the default run).
-        from study.consumers import connect_monitor_signals
-
         connect_monitor_signals()
 
 
 def _sync_groups(sender: AppConfig, **kwargs: Any) -> None:
-    from study.roles import sync_researcher_group
+    from study.researchers.roles import sync_researcher_group  # needs the loaded models
 
     sync_researcher_group(using=kwargs.get("using", "default"))

@@ -6,7 +6,7 @@ import factory
 from django.contrib.auth.hashers import make_password
 
 from study.models import User
-from study.roles import sync_researcher_group
+from study.researchers.roles import sync_researcher_group
 
 DEFAULT_PASSWORD = "correct horse battery staple"
 

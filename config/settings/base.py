@@ -200,7 +200,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "study:researcher_home"
-ACCOUNT_ADAPTER = "study.adapters.ResearcherAccountAdapter"
+ACCOUNT_ADAPTER = "study.researchers.adapters.ResearcherAccountAdapter"
 ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"

@@ -25,7 +25,7 @@
     const node = document.getElementById("workspace-urls");
     try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
   })();
-  const url = (kind) => pageUrls[`ai_${kind}`] || `/ide/trials/${trialId}/ai/${kind}`;
+  const url = (kind) => pageUrls[`ai_${kind}`];
   const telemetry = (kind, data) =>
     document.dispatchEvent(new CustomEvent("hai:telemetry", { detail: { kind, data } }));
   const el = (tag, attrs = {}, ...children) => {

@@ -1,17 +1,18 @@
 // Telemetry client of the trial workspace (notes/ide.md sections 4-5; the wire protocol and the
-// event vocabulary are documented in ide_bridge/protocol.py).
+// event vocabulary are documented in ide_bridge/telemetry/protocol.py).
 //
 // WHAT THE PAGE MUST PROVIDE (workspace template):
 // * This script, after or before workspace.js: it starts on the `hai:editor-ready` event
 //   {editor, monaco, trialId, readOnly} or on window.haiEditorReady if that already fired.
-// * <body data-telemetry-token="{{ telemetry_token }}">: the plain per-trial token from
-//   ide_bridge.telemetry.issue_trial_token(trial). Only the pagehide beacon uses it
-//   (POST /ide/trials/<id>/events?token=...). Without it, events still unsent at pagehide stay
-//   in localStorage and go out over the WebSocket on the next visit (nothing is lost).
+// * <div id="workspace" data-telemetry-token="{{ telemetry_token }}">: the trial's page token
+//   (ide_bridge.telemetry.services.page_token) and, in the page's workspace-urls JSON, the
+//   "events" URL. Only the pagehide beacon uses them (POST <events>?token=...). Without them,
+//   events still unsent at pagehide stay in localStorage and go out over the WebSocket on the
+//   next visit (nothing is lost).
 // * data-ai-panel on the AI panel's root element: copies from inside it are "ai_panel" copies.
 // * Other scripts report events with
 //     document.dispatchEvent(new CustomEvent("hai:telemetry", {detail: {kind, data, clipboardText}}))
-//   kind/data as in ide_bridge/protocol.py (AI events carry data.request_id). clipboardText is
+//   kind/data as in ide_bridge/telemetry/protocol.py (AI events carry data.request_id). clipboardText is
 //   optional and never sent: text an AI "copy" button put on the clipboard, so that pasting it
 //   counts as source "ai_panel" rather than "outside".
 // * workspace.js's own events are mapped here: hai:tests-run -> run_tests,
@@ -30,7 +31,7 @@
   const CHECKPOINT_EVENTS = 50, CHECKPOINT_MS = 30000, SELECTION_MS = 1000, IDLE_MS = 60000;
   const BEACON_CHARS = 60000; // browsers allow ~64 KiB of beacons in flight
   const ACK_TIMEOUT_MS = 15000, BACKOFF_MIN_MS = 1000, BACKOFF_MAX_MS = 30000;
-  const FINAL_CLOSE_CODES = new Set([4401, 4404, 4409]); // see ide_bridge/consumers.py
+  const FINAL_CLOSE_CODES = new Set([4401, 4404, 4409]); // see ide_bridge/telemetry/consumers.py
   let started = false;
 
   function start(detail) {
@@ -308,8 +309,11 @@
     window.addEventListener("pagehide", () => {
       if (dirty) checkpoint("pagehide");
       const state = commitNow();
-      const token = document.body.dataset.telemetryToken;
-      if (!token || !navigator.sendBeacon) return;
+      const root = document.getElementById("workspace");
+      const token = root ? root.dataset.telemetryToken : "";
+      const urlsNode = document.getElementById("workspace-urls");
+      const eventsUrl = urlsNode ? JSON.parse(urlsNode.textContent).events : "";
+      if (!token || !eventsUrl || !navigator.sendBeacon) return;
       const out = [];
       let chars = 0;
       for (const e of state.events) {
@@ -321,7 +325,7 @@
       if (!out.length) return;
       state.sentMax = Math.max(state.sentMax, out[out.length - 1].seq);
       save(state);
-      const url = `/ide/trials/${trialId}/events?token=${encodeURIComponent(token)}`;
+      const url = `${eventsUrl}?token=${encodeURIComponent(token)}`;
       navigator.sendBeacon(url, new Blob([JSON.stringify({ type: "batch", events: out })], { type: "text/plain;charset=UTF-8" }));
     });
     window.addEventListener("pageshow", (e) => { if (e.persisted) { stopped = false; connect(); } });

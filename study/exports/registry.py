@@ -8,7 +8,7 @@ from these specs, so a column cannot reach a file without a codebook row.
 
 Apps register their own tables: the study's are in :mod:`study.exports.tables` (loaded on first
 use), ``ide_bridge`` registers ``events`` and ``aiusage`` from its ``AppConfig.ready()`` via
-``ide_bridge.exports.register_export_tables``. ``study`` never imports ``ide_bridge``.
+``ide_bridge.telemetry.exports.register_export_tables``. ``study`` never imports ``ide_bridge``.
 
 Registration enforces the tier rules, so a mistake fails at start-up rather than in a release:
 

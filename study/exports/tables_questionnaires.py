@@ -25,7 +25,7 @@ from study.exports.registry import (
     register_table,
 )
 from study.models import Answer, Item, Questionnaire, QuestionnaireVersion, Response, Study
-from study.questionnaires import LIKERT_POINTS
+from study.questionnaires.forms import LIKERT_POINTS
 
 FREE_TEXT_TYPES = frozenset({Item.Type.SHORT_TEXT, Item.Type.LONG_TEXT})
 # Screening items of the shipped instrument that are released as answered in public packages.
@@ -180,7 +180,7 @@ def _bounds(item: Item) -> tuple[float, float] | None:
 
 
 def scores(answers: Iterable[tuple[Item, Any]]) -> dict[str, tuple[float, int]]:
-    """Scale -> (score, items answered): :func:`study.questionnaires.scale_scores` over
+    """Scale -> (score, items answered): :func:`study.questionnaires.forms.scale_scores` over
     already-loaded answers (a test holds the two equal)."""
     values: dict[str, list[float]] = defaultdict(list)
     for item, value in answers:

@@ -1,4 +1,4 @@
-"""Celery task of the export: a thin wrapper over :func:`study.exports.jobs.run_export`.
+"""Celery task of the export: a thin wrapper over :func:`study.exports.services.run_export`.
 
 Progress goes to two places: the ``ExportJob`` row (what the researcher page polls) and the
 task state (``PROGRESS`` with ``{"progress": percent, "note": table}``) for Flower and friends.
@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from study.exports.jobs import run_export
+from study.exports.services import run_export
 
 
 @shared_task(bind=True, name="study.build_export")

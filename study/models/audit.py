@@ -8,7 +8,7 @@ written as integers. Anyone holding a CSV export can recompute the chain.
 
 Changing or deleting an event is refused here (``save()`` of an existing row, ``delete()``, and
 queryset ``update()``/``delete()``) and, on PostgreSQL, by a trigger (migration 0004). Write
-events only through :func:`study.audit.record`.
+events only through :func:`study.audit.log.record`.
 """
 
 from __future__ import annotations

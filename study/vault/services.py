@@ -17,7 +17,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
-from study import audit
+from study.audit import log as audit
 from study.models import Participant, User
 from study.vault import crypto
 from study.vault.models import ExternalIdDigest, VaultEntry, VaultRead

@@ -18,9 +18,10 @@ from django.utils import timezone
 from config.asgi import application
 from evaluation.instances import Instance, get_instance
 from evaluation.services import record_instance
-from study import participation
-from study.demo_answers import answers_for
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Participant, Study, Trial
+from study.trials.services import start_trial
 from tests.study.factories_study import make_participant, make_study
 from tests.study.journey import journey_study, logged_in
 
@@ -35,11 +36,9 @@ def assigned(study: Study) -> tuple[Client, Participant]:
     form = study.consent_form
     assert form is not None
     assert study.screening is not None
-    participation.give_consent(
-        participant, agree=True, checkboxes={box["id"]: True for box in form.checkboxes}
-    )
+    give_consent(participant, agree=True, checkboxes={box["id"]: True for box in form.checkboxes})
     participant.refresh_from_db()
-    participation.submit_screening(participant, answers_for(study.screening, random.Random(5)))
+    submit_screening(participant, answers_for(study.screening, random.Random(5)))
     participant.refresh_from_db()
     return client, participant
 
@@ -52,7 +51,7 @@ def journey_trial(*, ai_mode: str | None = None) -> tuple[Client, Participant, T
     client, participant = assigned(study)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
-    trial = participation.start_trial(trial, timezone.now())
+    trial = start_trial(trial, timezone.now())
     return client, participant, trial
 
 
@@ -78,7 +77,7 @@ def started_trial(
         seed=SEED,
         instance=record_instance(cached_instance()),
     )
-    trial = participation.start_trial(trial, timezone.now())
+    trial = start_trial(trial, timezone.now())
     client = Client()
     client.force_login(participant.user)
     return client, participant, trial

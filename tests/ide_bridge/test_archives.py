@@ -12,8 +12,8 @@ import zipfile
 
 import pytest
 
-from ide_bridge import archives
-from ide_bridge.archives import ArchiveRejected, read_workspace_archive
+from ide_bridge.submissions import archives
+from ide_bridge.submissions.archives import ArchiveRejected, read_workspace_archive
 
 SOLUTION = b"def solve(n):\n    return n\n"
 MiB = 1024 * 1024

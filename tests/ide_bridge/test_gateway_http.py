@@ -19,11 +19,14 @@ from django.test import AsyncRequestFactory, Client
 from django.test.client import Client as ClientType
 from django.utils import timezone
 
-from ide_bridge import gateway, views_ai
+from ide_bridge.ai import gateway
+from ide_bridge.ai import views as views_ai
 from ide_bridge.models import AIRequest, IntegrityFlag
-from study import assignment, participation
-from study.demo_answers import answers_for
+from study.assignment import services as assignment
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Study, Trial
+from study.trials.services import start_trial
 from tests.ide_bridge.test_providers import FakeOpenAI
 from tests.study.journey import journey_study, logged_in
 
@@ -52,8 +55,8 @@ def screened(study: Study) -> tuple[Client, Participant]:
     assert form is not None
     assert study.screening is not None
     ticks = {box["id"]: True for box in form.checkboxes}
-    participation.give_consent(participant, agree=True, checkboxes=ticks, typed_name="A. Person")
-    participation.submit_screening(participant, answers_for(study.screening, random.Random(1)))
+    give_consent(participant, agree=True, checkboxes=ticks, typed_name="A. Person")
+    submit_screening(participant, answers_for(study.screening, random.Random(1)))
     participant.refresh_from_db()
     return client, participant
 
@@ -67,7 +70,7 @@ def open_trial(condition: str = "B", **arm: Any) -> tuple[Client, Trial, Study]:
     client, participant = screened(study)
     trial = participant.trials.filter(arm__condition=condition).order_by("period").first()
     assert trial is not None
-    return client, participation.start_trial(trial, timezone.now()), study
+    return client, start_trial(trial, timezone.now()), study
 
 
 def post(client: ClientType, trial: Trial, kind: str, body: Any, **extra: Any) -> Any:

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from ide_bridge.models import IntegrityFlag
-from ide_bridge.telemetry import LARGE_PASTE_CHARS, LONG_BLUR_MS, ingest
+from ide_bridge.telemetry.services import LARGE_PASTE_CHARS, LONG_BLUR_MS, ingest
 from study.models import Trial
 from tests.factories import ResearcherFactory
 from tests.ide_bridge.telemetry_helpers import TS0, event, journey_trial, started_trial

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ide_bridge.providers import (
+from ide_bridge.ai.providers import (
     DemoProvider,
     Message,
     OpenAICompatProvider,
@@ -27,7 +27,7 @@ from ide_bridge.providers import (
     ProviderReply,
     provider_for,
 )
-from ide_bridge.providers.base import (
+from ide_bridge.ai.providers.base import (
     CODE_END,
     CODE_START,
     CURSOR,
@@ -35,7 +35,7 @@ from ide_bridge.providers.base import (
     extract_code,
     strip_fences,
 )
-from ide_bridge.providers.demo import add_note
+from ide_bridge.ai.providers.demo import add_note
 
 KEY = "sk-test-0123456789abcdef"
 MESSAGES: list[Message] = [

@@ -10,10 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from ide_bridge.protocol import CATEGORIES
-from ide_bridge.telemetry import ingest
-from study import participation
+from ide_bridge.telemetry.protocol import CATEGORIES
+from ide_bridge.telemetry.services import ingest
 from study.models import Trial
+from study.trials.services import save_draft
 from tests.factories import ResearcherFactory
 from tests.ide_bridge.telemetry_helpers import TS0, apply_edit, started_trial, starter_code
 
@@ -111,7 +111,7 @@ def test_data_json_rebuilds_the_final_code_equal_to_the_draft() -> None:
     items, final = random_session(starter_code(trial), random.Random(11), 300)
     for start in range(0, len(items), 40):
         ingest(trial, items[start : start + 40])
-    participation.save_draft(trial, final, timezone.now())
+    save_draft(trial, final, timezone.now())
 
     response = researcher_on(trial).get(f"/ide/replay/{trial.pk}/data.json")
     assert response.status_code == 200

@@ -27,13 +27,15 @@ from django.utils import timezone
 
 from evaluation.instances import get_instance
 from evaluation.models import Submission
-from ide_bridge.archives import MAX_ARCHIVE_BYTES
 from ide_bridge.models import WorkspaceUpload
-from ide_bridge.submit_script import render_submit_script
-from ide_bridge.telemetry import issue_trial_token
-from study import assignment, participation
-from study.demo_answers import answers_for
+from ide_bridge.submissions.archives import MAX_ARCHIVE_BYTES
+from ide_bridge.submissions.submit_script import render_submit_script
+from ide_bridge.telemetry.services import issue_trial_token
+from study.assignment import services as assignment
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Trial
+from study.trials.services import start_trial
 from tests.study.journey import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,14 +63,14 @@ def assigned_trial() -> Trial:
     form, screening = study.consent_form, study.screening
     assert form is not None
     assert screening is not None
-    participation.give_consent(
+    give_consent(
         participant,
         agree=True,
         checkboxes={box["id"]: True for box in form.checkboxes},
         typed_name="Test Participant",
     )
     participant.refresh_from_db()
-    participation.submit_screening(participant, answers_for(screening, random.Random(5)))
+    submit_screening(participant, answers_for(screening, random.Random(5)))
     participant.refresh_from_db()
     assert participant.stage == Participant.Stage.ASSIGNED
     trial = participant.trials.order_by("period").first()
@@ -78,7 +80,7 @@ def assigned_trial() -> Trial:
 
 def started_trial(minutes_ago: int = 1) -> Trial:
     trial = assigned_trial()
-    return participation.start_trial(trial, timezone.now() - timedelta(minutes=minutes_ago))
+    return start_trial(trial, timezone.now() - timedelta(minutes=minutes_ago))
 
 
 def starter(trial: Trial) -> bytes:

@@ -16,14 +16,14 @@ from channels.db import database_sync_to_async
 from django.db import connections
 from django.utils import timezone
 
-from ide_bridge.consumers import (
+from ide_bridge.models import TrialEvent
+from ide_bridge.telemetry.consumers import (
     CLOSE_NOT_ACCEPTING,
     CLOSE_NOT_FOUND,
     CLOSE_UNAUTHENTICATED,
     GroupCommit,
 )
-from ide_bridge.models import TrialEvent
-from ide_bridge.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
+from ide_bridge.telemetry.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
 from study.models import Participant, Trial
 from tests.ide_bridge.telemetry_helpers import (
     batch,
@@ -227,7 +227,7 @@ async def test_unstorable_characters_are_replaced_and_non_json_numbers_refused()
 async def test_batches_arriving_together_are_stored_together_with_their_own_acks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ide_bridge import telemetry
+    from ide_bridge.telemetry import services as telemetry
 
     groups: list[int] = []
     real = telemetry.ingest_many
@@ -254,7 +254,7 @@ async def test_batches_arriving_together_are_stored_together_with_their_own_acks
 async def test_a_failing_batch_does_not_fail_the_others_of_its_group(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ide_bridge import telemetry
+    from ide_bridge.telemetry import services as telemetry
 
     real = telemetry.ingest_many
     poison = object()

@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ide_bridge.models import TrialAccess, TrialEvent
-from ide_bridge.protocol import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
-from ide_bridge.telemetry import issue_trial_token, trial_for_token
+from ide_bridge.telemetry.protocol import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
+from ide_bridge.telemetry.services import issue_trial_token, page_token, token_opens
 from study.models import Participant, Trial
 from tests.ide_bridge.telemetry_helpers import batch, event, events, started_trial
 
@@ -39,7 +39,7 @@ def trial_and_token() -> tuple[Trial, str]:
 
 def test_the_url_is_the_documented_one(trial_and_token: tuple[Trial, str]) -> None:
     trial, _ = trial_and_token
-    assert reverse("ide_bridge:events", args=[trial.pk]) == f"/ide/trials/{trial.pk}/events"
+    assert reverse("ide_bridge:events", args=[trial.pk]) == f"/ide/telemetry/{trial.pk}/events"
 
 
 def test_only_the_hash_of_the_token_is_stored(trial_and_token: tuple[Trial, str]) -> None:
@@ -47,16 +47,19 @@ def test_only_the_hash_of_the_token_is_stored(trial_and_token: tuple[Trial, str]
     access = TrialAccess.objects.get(trial=trial)
     assert token not in access.token_sha256
     assert len(access.token_sha256) == 64
-    assert trial_for_token(trial.pk, token) == trial
-    assert trial_for_token(trial.pk, token + "x") is None
+    assert token_opens(trial, token)
+    assert not token_opens(trial, token + "x")
 
 
-def test_missing_or_wrong_token_is_401(trial_and_token: tuple[Trial, str]) -> None:
+def test_missing_token_is_401_and_a_wrong_one_is_404(trial_and_token: tuple[Trial, str]) -> None:
     trial, _ = trial_and_token
     missing = post(trial.pk, batch(events(1, 2)))
     assert missing.status_code == 401
     assert missing["WWW-Authenticate"].startswith("Bearer")
-    assert post(trial.pk, batch(events(1, 2)), token="not-the-token").status_code == 401
+    wrong = post(trial.pk, batch(events(1, 2)), token="not-the-token")
+    unknown = post(trial.pk + 1000, batch(events(1, 2)), token="not-the-token")
+    assert wrong.status_code == unknown.status_code == 404
+    assert wrong.json() == unknown.json()  # a token holder cannot tell which ids exist
     assert not TrialEvent.objects.exists()
 
 
@@ -64,7 +67,8 @@ def test_a_token_opens_only_its_own_trial(trial_and_token: tuple[Trial, str]) ->
     trial, token = trial_and_token
     _, _, other = started_trial(study=trial.participant.study)
     issue_trial_token(other)
-    assert post(other.pk, batch(events(1, 2)), token=token).status_code == 401
+    assert post(other.pk, batch(events(1, 2)), token=token).status_code == 404
+    assert post(other.pk, batch(events(1, 2)), token=page_token(trial)).status_code == 404
 
 
 def test_unknown_trial_is_404(trial_and_token: tuple[Trial, str]) -> None:
@@ -134,7 +138,7 @@ def test_reissuing_a_token_revokes_the_old_one(trial_and_token: tuple[Trial, str
     trial, old = trial_and_token
     new = issue_trial_token(trial)
     assert new != old
-    assert post(trial.pk, batch(events(1, 1)), token=old).status_code == 401
+    assert post(trial.pk, batch(events(1, 1)), token=old).status_code == 404
     assert post(trial.pk, batch(events(1, 1)), token=new).status_code == 200
     assert TrialAccess.objects.filter(trial=trial).count() == 1
 

@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from evaluation.instances import get_instance
 from evaluation.services import record_instance
-from study import participation
-from study.accounts import create_participants
-from study.demo_answers import answers_for
+from study.demo.answers import answers_for
+from study.enrolment.accounts import create_participants
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
 from tests.study.journey import grading_queued, journey_study
@@ -69,7 +69,7 @@ def assigned_participant() -> tuple[str, Trial]:
     form = study.consent_form
     assert form is not None
     assert study.screening is not None
-    participation.give_consent(
+    give_consent(
         participant,
         agree=True,
         checkboxes={box["id"]: True for box in form.checkboxes},
@@ -77,7 +77,7 @@ def assigned_participant() -> tuple[str, Trial]:
     )
     participant.refresh_from_db()
     answers = answers_for(study.screening, random.Random(5), track_preference="SDE")
-    participation.submit_screening(participant, answers)
+    submit_screening(participant, answers)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     if trial.template_slug != TEMPLATE:  # the quickest template to calibrate and grade

@@ -18,13 +18,18 @@ from django.test import Client
 from django.utils import timezone
 
 from evaluation.instances import get_instance
-from ide_bridge.environments import BrowserEnvironment, EnvironmentUnavailable, get_environment
-from ide_bridge.telemetry import trial_for_token
-from ide_bridge.workspace import run_lock_key
-from study import participation
-from study.accounts import issue_login_link
-from study.demo_answers import answers_for
+from ide_bridge.telemetry.services import token_opens
+from ide_bridge.workspace.environments import (
+    BrowserEnvironment,
+    EnvironmentUnavailable,
+    get_environment,
+)
+from ide_bridge.workspace.services import run_lock_key
+from study.demo.answers import answers_for
+from study.enrolment.accounts import issue_login_link
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Participant, Study, Trial
+from study.trials.services import MAX_DRAFT_BYTES, save_draft
 from tests.study.journey import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +48,8 @@ def fixed_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
     is cached per (template, seed), so repeated seeds keep this module fast and deterministic."""
     counter = itertools.count(1)
     monkeypatch.setattr(
-        "study.assignment.secrets", types.SimpleNamespace(randbelow=lambda n: next(counter) % n)
+        "study.assignment.services.secrets",
+        types.SimpleNamespace(randbelow=lambda n: next(counter) % n),
     )
 
 
@@ -53,7 +59,7 @@ def assigned(study: Study, client: Client | None = None) -> tuple[Client, Partic
     form = study.consent_form
     assert form is not None
     assert study.screening is not None
-    participation.give_consent(
+    give_consent(
         participant,
         agree=True,
         checkboxes={box["id"]: True for box in form.checkboxes},
@@ -61,7 +67,7 @@ def assigned(study: Study, client: Client | None = None) -> tuple[Client, Partic
     )
     participant.refresh_from_db()
     answers = answers_for(study.screening, random.Random(3), track_preference="SDE")
-    participation.submit_screening(participant, answers)
+    submit_screening(participant, answers)
     participant.refresh_from_db()
     assert participant.stage == Participant.Stage.ASSIGNED
     return client or client_, participant
@@ -147,7 +153,7 @@ def test_opening_the_workspace_starts_the_trial_and_shows_its_files() -> None:
     assert "task-readme" in html
     token = re.search(r'data-telemetry-token="([^"]+)"', html)
     assert token is not None
-    assert trial_for_token(trial.pk, token.group(1)) is not None  # telemetry's beacon token
+    assert token_opens(trial, token.group(1))  # telemetry's beacon token
     # Reopening does not restart the clock.
     deadline = trial.deadline
     client.get(url(trial))
@@ -212,7 +218,7 @@ def test_environment_registry() -> None:
     _, _, trial = opened()
     assert environment.launch_url(trial) == url(trial)
     assert environment.collect(trial) == {"solution.py": starter(trial).encode()}
-    participation.save_draft(trial, "print(1)\n", timezone.now())
+    save_draft(trial, "print(1)\n", timezone.now())
     trial.refresh_from_db()
     assert environment.collect(trial) == {"solution.py": b"print(1)\n"}
 
@@ -373,7 +379,7 @@ def test_bad_json_is_a_400_with_a_message(endpoint: str) -> None:
 
 def test_code_over_the_size_limit_is_a_413() -> None:
     client, _, trial = opened()
-    huge = "#" * (participation.MAX_DRAFT_BYTES + 1)
+    huge = "#" * (MAX_DRAFT_BYTES + 1)
     for endpoint in ("autosave", "run", "submit"):
         response = post(client, url(trial, endpoint), {"code": huge})
         assert response.status_code == 413, endpoint

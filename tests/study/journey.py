@@ -9,9 +9,9 @@ from typing import Any
 from django.test import Client
 
 from config.celery_app import app as celery_app
-from study.accounts import create_participants
-from study.instruments import attach_default_instruments
+from study.enrolment.accounts import create_participants
 from study.models import Participant, Study
+from study.questionnaires.instruments import attach_default_instruments
 from tests.factories import ResearcherFactory
 from tests.study.factories_study import make_study
 

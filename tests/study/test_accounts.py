@@ -19,8 +19,8 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from study import accounts
-from study.accounts import (
+from study.enrolment import accounts
+from study.enrolment.accounts import (
     LinkInvalid,
     NewAccount,
     create_participants,
@@ -29,7 +29,7 @@ from study.accounts import (
     issue_login_link,
     redeem_login_link,
 )
-from study.admin_accounts import create_participants_view
+from study.enrolment.admin import create_participants_view
 from study.models import LoginLink, Participant, Study, User
 from study.vault.services import store_contact
 from tests.factories import ResearcherFactory, UserFactory

@@ -8,8 +8,9 @@ import pytest
 from django.http import Http404
 from django.utils import timezone
 
-from study.admin_balance import balance_table, balance_view
-from study.assignment import (
+from study.assignment.balance import balance_table, balance_view
+from study.assignment.design import ALGORITHM_VERSION, SEQUENCES
+from study.assignment.services import (
     AssignmentError,
     assign_plan,
     counted_assignments,
@@ -18,7 +19,6 @@ from study.assignment import (
     release_plan,
     replay,
 )
-from study.design import ALGORITHM_VERSION, SEQUENCES
 from study.models import Assignment, AssignmentLock, Participant, Trial
 from tests.study.factories_study import (
     BANK_TEMPLATES,

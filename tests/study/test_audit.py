@@ -19,10 +19,11 @@ from django.db import DatabaseError, connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from study import audit, participation
+from study.audit import log as audit
+from study.audit.retention import close_study
+from study.journey.services import exclude
 from study.models import AuditEvent, Participant, RetentionPolicy, Study, User
 from study.models.audit import GENESIS_HASH, AuditImmutableError
-from study.retention import close_study
 from study.vault.services import read_vault, store_contact
 from tests.factories import ResearcherFactory
 from tests.study.factories_study import make_participant, make_study
@@ -284,7 +285,7 @@ def test_a_vault_read_is_audited_without_its_purpose(researcher: User) -> None:
 
 def test_an_exclusion_is_audited_with_a_hash_of_the_reason(researcher: User) -> None:
     participant = make_participant(make_study())
-    participation.exclude(participant, "  technical failure ", by=researcher)
+    exclude(participant, "  technical failure ", by=researcher)
     event = AuditEvent.objects.get(action=audit.EXCLUSION)
     assert event.object_id == str(participant.pk)
     assert event.details["reason_sha256"] == audit.sha256_text("technical failure")
@@ -292,7 +293,7 @@ def test_an_exclusion_is_audited_with_a_hash_of_the_reason(researcher: User) -> 
 
 
 def test_assignment_is_audited_with_its_seed_and_plan() -> None:
-    from study.assignment import assign_plan
+    from study.assignment.services import assign_plan
 
     participant = make_participant(make_study())
     assignment = assign_plan(participant, rng_seed=42, create_trials=False)

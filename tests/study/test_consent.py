@@ -9,17 +9,18 @@ from django.core.exceptions import ValidationError
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-import study.consent as consent_module
-from study.consent import (
+from study.enrolment.consent import (
     REQUIRED_CHECKBOX_MESSAGE,
     TYPED_NAME_MESSAGE,
-    ConsentDecisionForm,
     needs_consent,
     next_version_label,
     record_consent,
     render_consent,
     validate_checkboxes,
 )
+from study.enrolment.forms import ConsentDecisionForm
+from study.vault import crypto
+from study.vault.models import VaultEntry
 from study.models import ConsentEvent, ConsentForm, Participant
 from tests.study.fixtures_instruments import make_consent_form, make_participant, make_study
 
@@ -142,24 +143,26 @@ def typed_form(study):
     return make_consent_form(study, "1.1-typed", mode=ConsentForm.Mode.TYPED_NAME)
 
 
-@pytest.fixture
-def sink(monkeypatch):
-    received: list[tuple[str, str]] = []
-    monkeypatch.setattr(consent_module, "typed_name_sink", lambda i, n: received.append((i, n)))
-    return received
+def vault_names() -> list[tuple[str, str]]:
+    """Every typed consent name in the encrypted vault, with its participant's internal id."""
+    return [
+        (entry.internal_id, name)
+        for entry in VaultEntry.objects.order_by("pk")
+        for name in crypto.decrypt(entry.ciphertext).get("typed_consent_names", [])
+    ]
 
 
 @pytest.mark.parametrize("name", [None, "", "   ", "."])
-def test_typed_name_mode_requires_a_name(participant, typed_form, sink, name):
+def test_typed_name_mode_requires_a_name(participant, typed_form, name):
     with pytest.raises(ValidationError) as caught:
         record_consent(
             participant, typed_form, decision="agree", checkboxes=ALL_REQUIRED, typed_name=name
         )
     assert caught.value.message_dict == {"typed_name": [TYPED_NAME_MESSAGE]}
-    assert sink == []
+    assert vault_names() == []
 
 
-def test_typed_name_goes_to_the_sink_never_to_research_tables(participant, typed_form, sink):
+def test_typed_name_goes_to_the_vault_never_to_research_tables(participant, typed_form):
     event = record_consent(
         participant,
         typed_form,
@@ -167,27 +170,24 @@ def test_typed_name_goes_to_the_sink_never_to_research_tables(participant, typed
         checkboxes=ALL_REQUIRED,
         typed_name="  Ada Lovelace ",
     )
-    assert sink == [(participant.internal_id, "Ada Lovelace")]
+    assert vault_names() == [(participant.internal_id, "Ada Lovelace")]
     assert event.typed_name_given
     stored = ConsentEvent.objects.filter(pk=event.pk).values()[0]
     assert "Lovelace" not in repr(stored)
 
 
-def test_a_failing_sink_records_nothing(participant, typed_form, monkeypatch):
-    def broken(internal_id: str, name: str) -> None:
-        raise RuntimeError("vault down")
-
-    monkeypatch.setattr(consent_module, "typed_name_sink", broken)
-    with pytest.raises(RuntimeError):
+def test_a_vault_that_cannot_encrypt_records_nothing(participant, typed_form, settings):
+    settings.VAULT_KEYS = "not-a-fernet-key"
+    with pytest.raises(crypto.VaultKeyError):
         record_consent(
             participant, typed_form, decision="agree", checkboxes=ALL_REQUIRED, typed_name="Ada"
         )
     assert not ConsentEvent.objects.exists()
 
 
-def test_declining_in_typed_name_mode_sends_no_name(participant, typed_form, sink):
+def test_declining_in_typed_name_mode_sends_no_name(participant, typed_form):
     record_consent(participant, typed_form, decision="decline", checkboxes={}, typed_name="Ada")
-    assert sink == []
+    assert vault_names() == []
 
 
 # --- Re-consent ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from study.design import (
+from study.assignment.design import (
     SEQUENCES,
     Constraints,
     Counts,

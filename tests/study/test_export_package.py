@@ -26,11 +26,11 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from ide_bridge.exports import register_export_tables
 from ide_bridge.models import AIRequest, TrialEvent
-from study import participation
-from study.demo import seed_demo
-from study.demo_answers import FREE_TEXT
+from ide_bridge.telemetry.exports import register_export_tables
+from study.audit.withdrawal import withdraw_participant
+from study.demo.answers import FREE_TEXT
+from study.demo.seed import seed_demo
 from study.exports.package import PackageResult, build_package, make_zip
 from study.exports.pgcopy import copy_blocks
 from study.exports.pseudonyms import Pseudonymiser, default_scope, export_key
@@ -141,13 +141,13 @@ def built(
         _add_telemetry(done)
         _grade(done.trials.order_by("period").first())  # type: ignore[arg-type]
         kept = Participant.objects.get(user__username="demo-waiting")
-        participation.withdraw(kept)  # the study keeps data of people who withdraw
+        withdraw_participant(kept)  # the study keeps data of people who withdraw
         public = build_package(study, "public", root / "public")
         internal = build_package(study, "internal", root / "internal")
         study.withdrawal_policy = Study.WithdrawalPolicy.DELETE
         study.save(update_fields=["withdrawal_policy"])
         gone = Participant.objects.get(user__username="demo-noai-trial")
-        participation.withdraw(gone)
+        withdraw_participant(gone)
         deleted = build_package(study, "public", root / "deleted")
 
         people = list(Participant.objects.filter(study=study).select_related("user"))
@@ -444,7 +444,7 @@ def test_copy_fast_path_writes_the_same_events_file_as_the_python_path(
 ) -> None:
     with django_db_blocker.unblock():
         study = Study.objects.get(slug="demo")
-        with mock.patch("ide_bridge.exports.sql_payload", return_value=None):
+        with mock.patch("ide_bridge.telemetry.exports.sql_payload", return_value=None):
             slow = build_package(study, "public", tmp_path / "python-path")
         with mock.patch("study.exports.package.copy_blocks", wraps=copy_blocks) as copied:
             fast = build_package(study, "public", tmp_path / "copy-path")

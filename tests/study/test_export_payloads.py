@@ -11,7 +11,7 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ide_bridge.export_payloads import (
+from ide_bridge.telemetry.payloads import (
     DERIVED,
     INTERNAL_ALL,
     PUBLIC_KEYS,

@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from ide_bridge.exports import PUBLIC_KEYS, clean_payload, register_export_tables
+from ide_bridge.telemetry.exports import PUBLIC_KEYS, clean_payload, register_export_tables
 from study.exports.package import CsvSink
 from study.exports.pseudonyms import DEV_FALLBACK_LABEL, Pseudonymiser, export_key
 from study.exports.registry import (

@@ -16,8 +16,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from study import participation
-from study.demo_answers import answers_for
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import AuditEvent, Study, TaskPoolEntry
 from tests.study.journey import JOURNEY_TEMPLATES, journey_study, logged_in
 
@@ -42,9 +42,9 @@ def enrolled(study: Study) -> Study:
     ticks = {b["id"]: True for b in study.consent_form.checkboxes}
     for seed in range(2):
         _, participant = logged_in(study)
-        participation.give_consent(participant, agree=True, checkboxes=ticks)
+        give_consent(participant, agree=True, checkboxes=ticks)
         answers = answers_for(study.screening, random.Random(seed))
-        participation.submit_screening(participant, answers)
+        submit_screening(participant, answers)
     return study
 
 

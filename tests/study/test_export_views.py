@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from study.exports.jobs import run_export
+from study.exports.services import run_export
 from study.models import AuditEvent, ExportJob, Study
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.journey import journey_study
@@ -131,7 +131,7 @@ def test_an_unknown_profile_starts_nothing(client_for: Client, study: Study) -> 
 
 def test_a_failing_build_is_recorded_on_the_job(study: Study, media: Path) -> None:
     job = ExportJob.objects.create(study=study, profile="public", scope="x", created_by="r")
-    with mock.patch("study.exports.jobs.build_package", side_effect=RuntimeError("disk full")):
+    with mock.patch("study.exports.services.build_package", side_effect=RuntimeError("disk full")):
         run_export(job.pk)
     job.refresh_from_db()
     assert job.status == "failed"
@@ -145,7 +145,7 @@ def test_a_job_is_built_once(study: Study) -> None:
     run_export(job.pk)
     job.refresh_from_db()
     finished = job.finished_at
-    with mock.patch("study.exports.jobs.build_package") as build:
+    with mock.patch("study.exports.services.build_package") as build:
         again = run_export(job.pk)
     build.assert_not_called()
     assert again.finished_at == finished

@@ -5,15 +5,17 @@ from __future__ import annotations
 import pytest
 from django.template.loader import render_to_string
 
-from study.admin_questionnaires import version_problems
-from study.consent import render_consent, validate_checkboxes
-from study.instruments import (
+from study.enrolment.consent import render_consent, validate_checkboxes
+from study.models import ConsentForm, Item, Questionnaire, QuestionnaireVersion, Study
+from study.questionnaires.admin import version_problems
+from study.questionnaires.forms import build_form
+from study.questionnaires.instruments import (
     attach_default_instruments,
     install_default_consent,
     install_default_instruments,
 )
-from study.models import ConsentForm, Item, Questionnaire, QuestionnaireVersion, Study
-from study.questionnaires import build_form, save_response, scale_scores
+from study.questionnaires.scoring import scale_scores
+from study.questionnaires.services import save_response
 from tests.study.fixtures_instruments import make_participant, make_study
 
 pytestmark = pytest.mark.django_db

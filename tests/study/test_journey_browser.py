@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from study import participation
-from study.accounts import create_participants
-from study.demo_answers import answers_for
+from study.demo.answers import answers_for
+from study.enrolment.accounts import create_participants
 from study.models import Participant
+from study.questionnaires.services import submit_post_trial
+from study.trials.services import start_trial, submit_trial
 from tests.factories import ResearcherFactory
 from tests.study.journey import grading_queued, journey_study
 
@@ -62,10 +63,10 @@ def test_link_to_waiting_page(live_server: Any, page: Any) -> None:
     rng = random.Random(9)
     with grading_queued():
         for trial in participant.trials.filter(session_index=1).order_by("period"):
-            trial = participation.start_trial(trial, timezone.now())
-            participation.submit_trial(trial, b"def nothing():\n    pass\n", timezone.now())
+            trial = start_trial(trial, timezone.now())
+            submit_trial(trial, b"def nothing():\n    pass\n", timezone.now())
             assert study.post_trial is not None
-            participation.submit_post_trial(participant, trial, answers_for(study.post_trial, rng))
+            submit_post_trial(participant, trial, answers_for(study.post_trial, rng))
     page.goto(live_server.url + "/study/")
     page.wait_for_url("**/study/waiting/")
     assert page.get_by_text("Session 1 is complete").is_visible()

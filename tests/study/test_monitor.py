@@ -14,8 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from study import consumers
 from study.models import Participant, Study, Trial
+from study.results import consumers
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
 from tests.study.test_reports import add_trial, researcher_client

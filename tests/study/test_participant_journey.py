@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from study import participation
-from study.demo_answers import answers_for
+from study.demo.answers import answers_for
+from study.journey.routing import trial_url
 from study.models import Participant, Study, Trial
-from study.views import trial_url
+from study.trials.services import start_trial
 from tests.study.journey import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -186,7 +186,7 @@ def test_a_trial_past_its_deadline_closes_and_counts_as_the_full_time() -> None:
     client, participant = screened(study)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
-    participation.start_trial(trial, timezone.now() - timedelta(minutes=90))
+    start_trial(trial, timezone.now() - timedelta(minutes=90))
     assert client.get("/study/")["Location"] == f"/study/trials/{trial.pk}/questionnaire/"
     trial.refresh_from_db()
     assert trial.status == Trial.Status.EXPIRED
@@ -204,7 +204,7 @@ def test_reload_and_a_second_device_resume_at_the_same_step() -> None:
     first = client.get("/study/")["Location"]
     client.get(first)
     # Another device: a fresh login link for the same participant.
-    from study.accounts import issue_login_link
+    from study.enrolment.accounts import issue_login_link
 
     other = Client()
     path = issue_login_link(participant)
@@ -266,7 +266,7 @@ def test_withdrawal_button_works_at_any_time_and_keeps_or_deletes_per_policy() -
 
 
 def test_a_new_consent_version_asks_active_participants_again() -> None:
-    from study.consent import needs_consent
+    from study.enrolment.consent import needs_consent
     from study.models import ConsentForm
 
     study = journey_study()

@@ -13,10 +13,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from study import audit
-from study.assignment import assign_plan
+from study.assignment.services import assign_plan
+from study.audit import log as audit
+from study.audit.retention import close_study
 from study.models import AuditEvent, Participant, RetentionPolicy, Study
-from study.retention import close_study
 from study.signals import telemetry_purge_requested
 from study.vault.models import VaultEntry
 from study.vault.services import store_contact

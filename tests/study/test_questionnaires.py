@@ -8,23 +8,17 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from study.admin_questionnaires import (
+from study.models import Answer, Item, Participant, Response, Track
+from study.questionnaires.admin import (
     copy_version,
     is_frozen,
     item_problems,
     publish_version,
     version_problems,
 )
-from study.models import Answer, Item, Participant, Response, Track
-from study.questionnaires import (
-    REQUIRED_MESSAGE,
-    build_form,
-    decide_track,
-    item_choices,
-    save_response,
-    scale_scores,
-    visible_keys,
-)
+from study.questionnaires.forms import REQUIRED_MESSAGE, build_form, item_choices, visible_keys
+from study.questionnaires.scoring import decide_track, scale_scores
+from study.questionnaires.services import save_response
 from tests.study.fixtures_instruments import make_participant, make_study, make_version, opts
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from study import accounts
-from study.accounts import JoinRefused, join_via_recruitment
+from study.enrolment import accounts
+from study.enrolment.accounts import JoinRefused, join_via_recruitment
 from study.models import Participant, Study, User
 from study.vault.services import read_vault
 

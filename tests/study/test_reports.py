@@ -16,7 +16,7 @@ from django.utils import timezone
 from evaluation.grading import completion_time_par
 from evaluation.models import Evaluation, Submission, TaskInstance, TaskTemplate
 from study.models import Participant, Study, Trial
-from study.reports import efficiency_figure, trial_report
+from study.results.reports import efficiency_figure, trial_report
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
 

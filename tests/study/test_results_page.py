@@ -12,9 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from study.instruments import attach_default_instruments
 from study.models import Answer, Item, Participant, QuestionnaireVersion, Response, Study, Trial
-from study.results import COLUMNS, trial_table
+from study.questionnaires.instruments import attach_default_instruments
+from study.results.dashboard import COLUMNS, trial_table
 from tests.factories import UserFactory
 from tests.study.factories_study import make_participant, make_study
 from tests.study.test_reports import add_trial, fake_report, researcher_client

@@ -1,6 +1,6 @@
 """Statistics and figures of the results dashboard against answers worked out by hand.
 
-No database: ``study.stats``, ``study.results.table2`` and the figures are pure functions of the
+No database: ``study.results.stats``, ``study.results.dashboard.table2`` and the figures are pure functions of the
 trial-level rows.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from study.results import figures, table2, wilson
-from study.stats import (
+from study.results.dashboard import figures, table2, wilson
+from study.results.stats import (
     holm,
     mcnemar_exact,
     mixed_model,

@@ -10,12 +10,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from study import participation
-from study.demo_answers import answers_for
+from study.configuration.snapshots import current_snapshot
+from study.configuration.validation import configuration_problems
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Study, TaskPoolEntry, Trial
-from study.snapshots import current_snapshot
-from study.tasks import close_overdue_trials
-from study.validation import configuration_problems
+from study.trials.services import start_trial
+from study.trials.tasks import close_overdue_trials
 from tests.factories import ResearcherFactory
 from tests.study.journey import journey_study, logged_in
 
@@ -71,16 +72,14 @@ def test_trial_time_limit_comes_from_the_participants_snapshot() -> None:
     rng = random.Random(3)
     consent = study.consent_form
     assert consent is not None
-    participation.give_consent(
-        participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes}
-    )
+    give_consent(participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes})
     participant.refresh_from_db()
     assert study.screening is not None
-    participation.submit_screening(participant, answers_for(study.screening, rng))
+    submit_screening(participant, answers_for(study.screening, rng))
     study.arms.update(time_limit_min=5)  # edited after this participant joined
     trial = participant.trials.order_by("period").first()
     assert trial is not None
-    trial = participation.start_trial(trial, timezone.now())
+    trial = start_trial(trial, timezone.now())
     assert trial.deadline is not None
     assert trial.started_at is not None
     assert trial.deadline - trial.started_at == timedelta(minutes=60)
@@ -90,12 +89,10 @@ def screened_participant(study: Study) -> Participant:
     _, participant = logged_in(study)
     consent = study.consent_form
     assert consent is not None
-    participation.give_consent(
-        participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes}
-    )
+    give_consent(participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes})
     participant.refresh_from_db()
     assert study.screening is not None
-    participation.submit_screening(participant, answers_for(study.screening, random.Random(5)))
+    submit_screening(participant, answers_for(study.screening, random.Random(5)))
     participant.refresh_from_db()
     return participant
 
@@ -105,7 +102,7 @@ def test_beat_task_closes_trials_nobody_returns_to() -> None:
     participant = screened_participant(study)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
-    participation.start_trial(trial, timezone.now() - timedelta(hours=2))
+    start_trial(trial, timezone.now() - timedelta(hours=2))
     assert close_overdue_trials() == 1
     trial.refresh_from_db()
     assert trial.status == Trial.Status.EXPIRED
@@ -156,12 +153,10 @@ def test_researcher_overrides_the_track_before_screening(admin_client: Client) -
     assert participant.track_overridden
     consent = study.consent_form
     assert consent is not None
-    participation.give_consent(
-        participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes}
-    )
+    give_consent(participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes})
     participant.refresh_from_db()
     assert study.screening is not None
-    participation.submit_screening(
+    submit_screening(
         participant, answers_for(study.screening, random.Random(2), track_preference="SDE")
     )
     participant.refresh_from_db()

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from study.accounts import create_participants
+from study.enrolment.accounts import create_participants
 from study.models import Study, User
 from study.vault.models import VaultRead
 from study.vault.services import add_external_id, store_contact

@@ -13,9 +13,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from study import audit, participation
-from study.assignment import counted_assignments
-from study.demo_answers import answers_for
+from study.assignment.services import counted_assignments
+from study.audit import log as audit
+from study.audit.withdrawal import withdraw_participant
+from study.demo.answers import answers_for
+from study.enrolment.services import give_consent, submit_screening
 from study.models import (
     AuditEvent,
     Participant,
@@ -27,6 +29,7 @@ from study.models import (
 )
 from study.models.withdrawal import internal_id_digest
 from study.signals import participant_data_deleted
+from study.trials.services import save_draft, start_trial
 from study.vault.models import VaultEntry
 from study.vault.services import store_contact
 from tests.study.journey import JOURNEY_TEMPLATES, journey_study, logged_in
@@ -51,15 +54,13 @@ def enrolled(study: Study) -> tuple[Client, Participant]:
     screening = study.screening
     assert form is not None
     assert screening is not None
-    participation.give_consent(
-        participant, agree=True, checkboxes={box["id"]: True for box in form.checkboxes}
-    )
-    participation.submit_screening(participant, answers_for(screening, random.Random(1)))
+    give_consent(participant, agree=True, checkboxes={box["id"]: True for box in form.checkboxes})
+    submit_screening(participant, answers_for(screening, random.Random(1)))
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     now = timezone.now()
-    participation.start_trial(trial, now)
-    participation.save_draft(trial, "def solve():\n    return 42\n", now)
+    start_trial(trial, now)
+    save_draft(trial, "def solve():\n    return 42\n", now)
     store_contact(participant.internal_id, study.slug, email="ada@example.org")
     participant.refresh_from_db()
     return client, participant
@@ -173,8 +174,8 @@ def test_researcher_withdraws_a_participant_from_the_admin(
 def test_withdrawing_twice_or_after_the_end_changes_nothing(admin_client: Client) -> None:
     study = quick_study()
     _, participant = enrolled(study)
-    assert participation.withdraw(participant) is not None
-    assert participation.withdraw(participant) is None
+    assert withdraw_participant(participant) is not None
+    assert withdraw_participant(participant) is None
     Participant.objects.filter(pk=participant.pk).update(stage=Stage.COMPLETE)
     response = admin_client.post(
         "/admin/study/participant/",
@@ -194,10 +195,10 @@ def test_withdrawing_twice_or_after_the_end_changes_nothing(admin_client: Client
 def test_declining_a_new_consent_version_is_a_withdrawal() -> None:
     study = quick_study()
     _, participant = enrolled(study)
-    participation.withdraw(participant, channel="declined re-consent")
+    withdraw_participant(participant, channel="declined re-consent")
     assert Withdrawal.objects.get().channel == Withdrawal.Channel.RECONSENT
     with pytest.raises(ValueError, match="Unknown withdrawal channel"):
-        participation.withdraw(participant, channel="carrier pigeon")
+        withdraw_participant(participant, channel="carrier pigeon")
 
 
 def test_a_failing_receiver_rolls_the_withdrawal_back() -> None:
@@ -210,7 +211,7 @@ def test_a_failing_receiver_rolls_the_withdrawal_back() -> None:
     participant_data_deleted.connect(broken, dispatch_uid="test-broken")
     try:
         with pytest.raises(RuntimeError):
-            participation.withdraw(participant)
+            withdraw_participant(participant)
     finally:
         participant_data_deleted.disconnect(dispatch_uid="test-broken")
     participant.refresh_from_db()

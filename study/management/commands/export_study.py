@@ -14,9 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from study.exports.jobs import export_to_directory
 from study.exports.registry import PROFILES
 from study.exports.scan import LeakDetected
+from study.exports.services import export_to_directory
 from study.models import Study
 
 

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 
-from study.services import invite_researcher
+from study.researchers.services import invite_researcher
 
 
 class Command(BaseCommand):

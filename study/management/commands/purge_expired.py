@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from study.retention import purge_expired
+from study.audit.retention import purge_expired
 
 
 def _counts(removed: dict[str, int]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from study.demo import DEMO_ADMIN_EMAIL, seed_demo
+from study.demo.seed import DEMO_ADMIN_EMAIL, seed_demo
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """``manage.py simulate_assignment --tasks 9 --participants 45 --dropout 0.15 --seed S [--json]``
 
-Runs the real assignment service (:func:`study.assignment.assign_plan`) on a synthetic study
+Runs the real assignment service (:func:`study.assignment.services.assign_plan`) on a synthetic study
 inside one transaction that is always rolled back, so researchers can check the balance a
 design reaches before launching. Nothing is left in the database.
 
@@ -27,8 +27,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from study.assignment import P_BEST, AssignmentError, assign_plan, release_plan
-from study.design import ALGORITHM_VERSION
+from study.assignment.design import ALGORITHM_VERSION
+from study.assignment.services import P_BEST, AssignmentError, assign_plan, release_plan
 from study.models import Arm, Assignment, Participant, Study, TaskPoolEntry, Track, User
 
 IN_FLIGHT = 6
@@ -45,7 +45,7 @@ def simulate(
 ) -> dict[str, Any]:
     """Run the simulation and return its summary; every row it wrote is rolled back."""
     result: dict[str, Any] = {}
-    log = logging.getLogger("study.assignment")
+    log = logging.getLogger("study.assignment.services")
     level = log.level
     log.setLevel(logging.WARNING)  # one audit line per synthetic assignment is noise here
     try:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from study.audit import verify_chain
+from study.audit.log import verify_chain
 
 
 class Command(BaseCommand):

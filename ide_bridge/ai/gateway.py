@@ -1,0 +1,430 @@
+"""The AI gateway: the only way from a participant to an LLM.
+
+Every request is authorised against the trial's frozen arm (``study.journey.services.arm_config``)
+and state on the server, whatever the browser shows; the client never chooses the model, the
+token budget or the provider. Every request, refused ones included, leaves one ``AIRequest``.
+
+The services are async: provider calls (seconds long) run on the event loop through
+``httpx.AsyncClient`` and never hold a server thread or a database transaction; the ORM work
+around them runs in ``sync_to_async`` blocks, each write in its own ``transaction.atomic``.
+(Synchronous views would tie up one worker thread per pending LLM call under daphne.)
+
+Known limit: two requests sent at the same moment may both pass the token-cap check, so a
+trial can overshoot its cap by one request (bounded by ``max_tokens``, itself capped to the
+remaining budget).
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
+from ide_bridge.ai.providers.base import (
+    CODE_END,
+    CODE_START,
+    CURSOR,
+    FEEDBACK_HEADING,
+    extract_code,
+    strip_fences,
+)
+from ide_bridge.models import AIRequest, IntegrityFlag
+from study.models import Trial
+from study.trials.services import TrialClosed, arm_config, save_draft
+
+Kind = AIRequest.Kind
+Status = AIRequest.Status
+
+# Which arm modes allow which kind of request.
+ALLOWED_MODES: dict[str, set[str]] = {
+    Kind.CHAT: {"chat", "inline_chat"},
+    Kind.COMPLETE: {"inline", "inline_chat"},
+    Kind.FEEDBACK: {"feedback"},
+}
+PURPOSES: dict[str, Purpose] = {
+    Kind.CHAT: "chat",
+    Kind.COMPLETE: "complete",
+    Kind.FEEDBACK: "feedback",
+}
+# Reply length (tokens) and the whole-reply timeout (seconds) per kind.
+MAX_TOKENS: dict[str, int] = {Kind.CHAT: 1024, Kind.COMPLETE: 128, Kind.FEEDBACK: 4096}
+TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBACK: 120.0}
+# Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
+CONTEXT_CHARS = 6000
+# Earlier feedback messages repeated to the model in feedback mode (newest last).
+FEEDBACK_HISTORY = 10
+STAGE_LABELS = dict(AIRequest.Stage.choices)
+
+CHAT_SYSTEM = (
+    "You are a coding assistant helping a participant in a timed programming study. Answer "
+    "concisely. Show code in fenced Python code blocks."
+)
+COMPLETE_SYSTEM = (
+    f"You are a Python code completion engine. The user message is a file with the cursor "
+    f"marked {CURSOR}. Reply with only the text to insert at the cursor: no explanation, no "
+    "code fences, no repetition of the code around the cursor. At most a few lines."
+)
+FEEDBACK_SYSTEM = (
+    "You write and revise solution.py for the programming task below. The participant cannot "
+    "edit the code; they can only give you feedback, tagged with a stage of work (problem "
+    "comprehension, solution planning, code generation or debugging). Apply their feedback "
+    "and reply with the complete revised solution.py in exactly one ```python code block, "
+    "followed by at most three sentences on what you changed."
+)
+
+
+class GatewayError(Exception):
+    """A refused or failed request; ``str(exc)`` is one sentence for the participant."""
+
+    status = 400
+
+
+class InvalidRequest(GatewayError):
+    status = 400
+
+
+class NotAllowed(GatewayError):
+    status = 403
+
+
+class UnknownSuggestion(GatewayError):
+    status = 404
+
+
+class TrialNotOpen(GatewayError):
+    status = 409
+
+
+class TokenCapReached(GatewayError):
+    status = 429
+
+
+class ProviderFailed(GatewayError):
+    status = 502
+
+
+@dataclass(frozen=True)
+class AISettings:
+    ai_mode: str
+    model: str
+    token_cap: int
+    provider: str
+    base_url: str
+    api_key_env: str
+    stream_usage: bool
+
+    @classmethod
+    def for_trial(cls, trial: Trial) -> AISettings:
+        """The participant's frozen condition; connection settings come from the arm (they are
+        operations, not part of the condition) unless a snapshot freezes them too."""
+        config, arm = arm_config(trial), trial.arm
+        return cls(
+            ai_mode=str(config.get("ai_mode", arm.ai_mode)),
+            model=str(config.get("model", arm.model)),
+            token_cap=int(config.get("token_cap", arm.token_cap)),
+            provider=str(config.get("ai_provider", arm.ai_provider)),
+            base_url=str(config.get("ai_base_url", arm.ai_base_url)),
+            api_key_env=str(config.get("ai_api_key_env", arm.ai_api_key_env)),
+            stream_usage=bool(config.get("ai_stream_usage", arm.ai_stream_usage)),
+        )
+
+
+@dataclass(frozen=True)
+class AIResult:
+    request_id: str  # AIRequest.suggestion_id: links telemetry events and outcomes
+    reply: ProviderReply
+    tokens_used: int  # by the trial so far, this request included
+    token_cap: int
+    is_demo: bool
+    # Feedback mode only:
+    code: str = ""
+    diff: str = ""
+    applied: bool = False
+    resynced: bool = False  # the client's code differed from the server's; the server's won
+    notice: str = ""
+
+
+@dataclass
+class _Request:
+    """One request on its way through the gateway."""
+
+    trial: Trial
+    kind: str
+    stage: str
+    conversation: list[Message]
+    settings: AISettings = field(init=False)
+    used: int = 0  # tokens of the trial's earlier OK requests
+
+
+# --- Services ---------------------------------------------------------------------------------
+async def chat(trial: Trial, messages: list[Message], stage: str | None = None) -> AIResult:
+    system: Message = {"role": "system", "content": CHAT_SYSTEM}
+    request = _Request(trial, Kind.CHAT, stage or "", [system, *messages])
+    await _authorise(request)
+    reply, ms = await _call(request)
+    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+
+
+async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
+    before = CONTEXT_CHARS * 2 // 3
+    prefix = prefix[-before:]
+    suffix = suffix[: CONTEXT_CHARS - len(prefix)]
+    conversation: list[Message] = [
+        {"role": "system", "content": COMPLETE_SYSTEM},
+        {"role": "user", "content": f"{prefix}{CURSOR}{suffix}"},
+    ]
+    request = _Request(trial, Kind.COMPLETE, "", conversation)
+    await _authorise(request)
+    reply, ms = await _call(request)
+    reply = replace(reply, text=strip_fences(reply.text))
+    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+
+
+async def feedback(
+    trial: Trial, feedback_text: str, current_code: str | None, stage: str | None
+) -> AIResult:
+    """ELABORATION protocol: feedback in, a complete revised solution.py out, applied on the
+    server. The base is the server's draft (or the starter): the editor is read-only, so code
+    the client sends is only compared with it, never used."""
+    request = _Request(
+        trial, Kind.FEEDBACK, stage or "", [{"role": "user", "content": feedback_text}]
+    )
+    await _authorise(request)
+    base = await sync_to_async(_feedback_conversation)(request, feedback_text)
+    reply, ms = await _call(request)
+    revised = extract_code(reply.text)
+    request_id, applied, notice = await sync_to_async(_record_revision)(request, reply, ms, revised)
+    code = revised if applied and revised is not None else base
+    return _result(
+        request,
+        request_id,
+        reply,
+        code=code,
+        diff=unified_diff(base, code),
+        applied=applied,
+        resynced=current_code is not None and current_code != base,
+        notice=notice,
+    )
+
+
+@transaction.atomic
+def record_outcome(trial: Trial, suggestion_id: str, outcome: str) -> str:
+    """What became of an inline suggestion. ``shown`` may be followed by one final outcome
+    (accepted, rejected, ignored); the first final outcome wins. Returns the stored outcome.
+    Accepted after the trial closed too: it describes a suggestion made while it was open."""
+    if outcome not in AIRequest.Outcome.values:
+        raise InvalidRequest("outcome must be one of shown, accepted, rejected, ignored.")
+    try:
+        key = uuid.UUID(str(suggestion_id))
+    except ValueError:
+        raise UnknownSuggestion("There is no such suggestion in this task.") from None
+    rows = AIRequest.objects.filter(
+        trial=trial, suggestion_id=key, kind=Kind.COMPLETE, status=Status.OK
+    )
+    open_states = [""] if outcome == AIRequest.Outcome.SHOWN else ["", AIRequest.Outcome.SHOWN]
+    # A conditional UPDATE: a late "shown" never overwrites "accepted", two tabs never race.
+    rows.filter(outcome__in=open_states).update(outcome=outcome, outcome_at=timezone.now())
+    stored = rows.values_list("outcome", flat=True).first()
+    if stored is None:
+        raise UnknownSuggestion("There is no such suggestion in this task.")
+    return stored
+
+
+def tokens_used(trial: Trial) -> int:
+    """Prompt + completion tokens of the trial's successful requests (what the cap counts)."""
+    total = AIRequest.objects.filter(trial=trial, status=Status.OK).aggregate(
+        total=Sum(F("prompt_tokens") + F("completion_tokens"))
+    )["total"]
+    return int(total or 0)
+
+
+# --- Steps ------------------------------------------------------------------------------------
+@sync_to_async
+def _authorise(request: _Request) -> None:
+    """Arm mode, then trial state, then the token cap; each refusal is recorded."""
+    trial = request.trial
+    request.settings = settings = AISettings.for_trial(trial)
+    if settings.ai_mode not in ALLOWED_MODES[request.kind]:
+        _refuse(request, f"arm mode {settings.ai_mode} does not allow {request.kind}", flag=True)
+        raise NotAllowed(
+            "The AI assistant is not available for this task."
+            if settings.ai_mode == "none"
+            else "This kind of AI help is not available for this task."
+        )
+    if trial.status != Trial.Status.ACTIVE or (
+        trial.deadline is not None and timezone.now() > trial.deadline
+    ):
+        _refuse(request, f"trial is {trial.status}")
+        raise TrialNotOpen(
+            "This task has not started yet."
+            if trial.status == Trial.Status.PENDING
+            else "This task is closed; the AI assistant is no longer available."
+        )
+    request.used = tokens_used(trial)
+    if request.used >= settings.token_cap:
+        _refuse(request, f"token cap {settings.token_cap} reached")
+        raise TokenCapReached(
+            f"You have used the {settings.token_cap:,} tokens this task allows for the AI "
+            "assistant."
+        )
+
+
+@transaction.atomic
+def _refuse(request: _Request, reason: str, *, flag: bool = False) -> None:
+    row = _create(request, Status.REFUSED, error=reason)
+    if flag:
+        IntegrityFlag.objects.create(
+            trial=request.trial,
+            kind=IntegrityFlag.Kind.AI_ATTEMPT,
+            detail={
+                "request": request.kind,
+                "ai_mode": request.settings.ai_mode,
+                "id": str(row.suggestion_id),
+            },
+        )
+
+
+async def _call(request: _Request) -> tuple[ProviderReply, int]:
+    """The provider's reply and its latency in milliseconds; a failure is recorded."""
+    settings = request.settings
+    started = time.monotonic()
+    try:
+        provider = provider_for(
+            settings.provider,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            stream_usage=settings.stream_usage,
+        )
+        reply = await provider.complete_chat(
+            request.conversation,
+            model=settings.model,
+            max_tokens=max(1, min(MAX_TOKENS[request.kind], settings.token_cap - request.used)),
+            timeout=TIMEOUT_S[request.kind],
+            purpose=PURPOSES[request.kind],
+        )
+    except ProviderError as exc:
+        error = f"{exc} ({exc.detail})" if exc.detail else str(exc)
+        await sync_to_async(_record_error)(request, error, _ms_since(started))
+        raise ProviderFailed(str(exc)) from None
+    return reply, _ms_since(started)
+
+
+def _ms_since(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
+
+
+def _create(request: _Request, status: str, **fields: Any) -> AIRequest:
+    fields.setdefault("model", request.settings.model)
+    return AIRequest.objects.create(
+        trial=request.trial,
+        kind=request.kind,
+        status=status,
+        provider=request.settings.provider,
+        stage=request.stage,
+        messages=request.conversation,
+        **fields,
+    )
+
+
+@transaction.atomic
+def _record_error(request: _Request, error: str, latency_ms: int) -> None:
+    _create(request, Status.ERROR, latency_ms=latency_ms, error=error)
+
+
+@transaction.atomic
+def _record(request: _Request, reply: ProviderReply, latency_ms: int, error: str = "") -> str:
+    row = _create(
+        request,
+        Status.OK,
+        model=reply.model or request.settings.model,
+        reply=reply.text,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        usage_source=reply.usage_source,
+        finish_reason=reply.finish_reason[:30],
+        latency_ms=latency_ms,
+        error=error,
+    )
+    return str(row.suggestion_id)
+
+
+def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: Any) -> AIResult:
+    return AIResult(
+        request_id=request_id,
+        reply=reply,
+        tokens_used=request.used + reply.prompt_tokens + reply.completion_tokens,
+        token_cap=request.settings.token_cap,
+        is_demo=request.settings.provider == "demo",
+        **extra,
+    )
+
+
+# --- Feedback mode ----------------------------------------------------------------------------
+def _feedback_conversation(request: _Request, feedback_text: str) -> str:
+    """Build the model's input (task, earlier feedback, current code, stage, feedback) into
+    ``request.conversation``; return the code it revises."""
+    from evaluation.instances import get_instance
+
+    trial = request.trial
+    files = get_instance(trial.template_slug, trial.seed).participant_files
+    base = trial.draft_code if trial.draft_saved_at else files.get("solution.py", "")
+    earlier = AIRequest.objects.filter(trial=trial, kind=Kind.FEEDBACK, status=Status.OK)
+    history = "".join(
+        f"- ({row.stage or 'no stage'}) {' '.join(_feedback_of(row).split())}\n"
+        for row in reversed(earlier.order_by("-created_at")[:FEEDBACK_HISTORY])
+    )
+    code = base if base.endswith("\n") or not base else base + "\n"
+    stage = STAGE_LABELS.get(request.stage, "not given")
+    request.conversation = [
+        {"role": "system", "content": FEEDBACK_SYSTEM},
+        {
+            "role": "user",
+            "content": f"Task description (README.md):\n{files.get('README.md', '')}\n\n"
+            + (f"Earlier feedback, oldest first:\n{history}\n" if history else "")
+            + f"{CODE_START}{code}{CODE_END}{stage}{FEEDBACK_HEADING}{feedback_text}",
+        },
+    ]
+    return base
+
+
+def _feedback_of(row: AIRequest) -> str:
+    content = row.messages[-1].get("content", "") if row.messages else ""
+    return str(content).rpartition(FEEDBACK_HEADING)[2]
+
+
+def unified_diff(before: str, after: str) -> str:
+    def lines(text: str) -> list[str]:
+        return [line if line.endswith("\n") else line + "\n" for line in text.splitlines(True)]
+
+    diff = difflib.unified_diff(
+        lines(before), lines(after), "solution.py (before)", "solution.py (after)"
+    )
+    return "".join(diff)
+
+
+def _record_revision(
+    request: _Request, reply: ProviderReply, latency_ms: int, revised: str | None
+) -> tuple[str, bool, str]:
+    """Record the reply and apply the revision in one transaction. A reply without usable code
+    is recorded (its tokens count) and shown, but changes nothing."""
+    if revised is None:
+        notice = "The assistant did not return a complete solution.py, so nothing was changed."
+        return _record(request, reply, latency_ms, "no code in the reply"), False, notice
+    try:
+        with transaction.atomic():
+            request_id = _record(request, reply, latency_ms)
+            save_draft(request.trial, revised, timezone.now())
+    except TrialClosed as exc:
+        _record(request, reply, latency_ms, f"not applied: {exc}")
+        raise TrialNotOpen(str(exc)) from None
+    except ValueError as exc:  # larger than the draft size limit
+        return _record(request, reply, latency_ms, f"not applied: {exc}"), False, str(exc)
+    return request_id, True, ""

@@ -1,0 +1,78 @@
+"""Submitting a trial with a workspace archive (the ``submit`` script, or any HTTP client).
+
+The archive is checked in memory (:mod:`ide_bridge.submissions.archives`), kept exactly as received in a
+``WorkspaceUpload`` and its ``solution.py`` is submitted through the study's own service, so the
+trial's rules (one submission, the deadline) apply unchanged. Uploading the same bytes again
+is a retry and returns the first upload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+from django.db import transaction
+
+from ide_bridge.models import WorkspaceUpload
+from ide_bridge.submissions.archives import (
+    SOLUTION_FILE,
+    ArchiveRejected,
+    read_workspace_archive,
+    size_label,
+)
+from study.models import Trial
+from study.trials.services import MAX_DRAFT_BYTES, TrialClosed, close_overdue_trial, submit_trial
+
+SUBMISSION_LABEL = "participant:archive"
+# The browser upload and autosave allow the same size for solution.py.
+MAX_SOLUTION_BYTES = MAX_DRAFT_BYTES
+
+
+def submit_archive(
+    trial: Trial, data: bytes, filename: str, now: datetime
+) -> tuple[WorkspaceUpload, bool]:
+    """Store the archive and submit its ``solution.py``; ``(upload, False)`` for a retry.
+
+    Raises ``ArchiveRejected`` for an unacceptable archive and ``TrialClosed``
+    when the trial no longer takes a submission (nothing is stored then).
+    """
+    try:
+        return _submit_archive(trial, data, filename, now)
+    except TrialClosed:
+        # ``submit_trial`` closes an overdue trial before refusing, but its refusal rolls that
+        # back; close it again in a transaction of its own (a no-op unless overdue).
+        close_overdue_trial(trial, now)
+        raise
+
+
+@transaction.atomic
+def _submit_archive(
+    trial: Trial, data: bytes, filename: str, now: datetime
+) -> tuple[WorkspaceUpload, bool]:
+    digest = hashlib.sha256(data).hexdigest()
+    if (existing := _upload(trial, digest)) is not None:
+        return existing, False
+    workspace = read_workspace_archive(data, filename)  # before taking any lock
+    solution = workspace.files[SOLUTION_FILE]
+    if len(solution) > MAX_SOLUTION_BYTES:
+        raise ArchiveRejected(
+            f"solution.py is larger than the {size_label(MAX_SOLUTION_BYTES)} limit."
+        )
+    # One upload of a trial at a time: a concurrent retry of the same archive waits here and
+    # then finds the first one instead of hitting the unique constraint.
+    list(Trial.objects.select_for_update().filter(pk=trial.pk).values_list("pk", flat=True))
+    if (existing := _upload(trial, digest)) is not None:
+        return existing, False
+    upload = WorkspaceUpload.objects.create(
+        trial=trial,
+        sha256=digest,
+        archive=data,
+        size=len(data),
+        files=workspace.manifest(),
+    )
+    submit_trial(trial, solution, now, label=SUBMISSION_LABEL)
+    return upload, True
+
+
+def _upload(trial: Trial, digest: str) -> WorkspaceUpload | None:
+    return WorkspaceUpload.objects.filter(trial=trial, sha256=digest).first()

@@ -1,0 +1,194 @@
+"""The browser workspace of a trial: its files, its state for reload, and visible-test runs.
+
+Files come from the trial's rendered instance (``participant_files``), never from the bank
+directly, so hidden tests and reference solutions cannot reach the client. ``solution.py`` is
+the only editable file; its text is the autosaved draft once there is one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.cache import cache
+from django.urls import reverse
+
+from evaluation.instances import get_instance
+from evaluation.runs import run_with_retries, unittest_spec
+from evaluation.sandbox import RunStatus, SandboxUnavailable, get_sandbox, parse_reply
+from evaluation.spec import Instance
+from study.markdown import render_markdown
+from study.models import Arm, Trial
+from study.trials.services import arm_config
+
+SOLUTION = "solution.py"
+README = "README.md"
+VISIBLE_TESTS = "test_visible.py"
+RUN_CPU_S = 10.0  # per visible-test run; the sandbox kills the run after 2 * cpu + 1 s wall
+OUTPUT_CAP = 64 * 1024  # characters of console output returned to the browser
+RUN_LOCK_S = 60  # a crashed request frees the per-trial run lock after this long
+
+LANGUAGES = {".py": "python", ".json": "json", ".md": "markdown", ".csv": "plaintext"}
+FIRST = (README, SOLUTION, "task_data.json", VISIBLE_TESTS)
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    name: str
+    language: str  # a Monaco language id
+    text: str
+    editable: bool
+    html: str = ""  # rendered Markdown for documents (README.md, other .md files)
+
+    @property
+    def is_document(self) -> bool:
+        return self.language == "markdown"
+
+
+def _language(name: str) -> str:
+    for suffix, language in LANGUAGES.items():
+        if name.endswith(suffix):
+            return language
+    return "shell" if "." not in name.rsplit("/", 1)[-1] else "plaintext"
+
+
+def instance_of(trial: Trial) -> Instance:
+    return get_instance(trial.template_slug, trial.seed)
+
+
+def starter_text(trial: Trial) -> str:
+    return instance_of(trial).participant_files[SOLUTION]
+
+
+def solution_text(trial: Trial) -> str:
+    """The participant's current ``solution.py``: the last autosave, else the starter."""
+    if trial.draft_saved_at is not None:
+        return trial.draft_code
+    return starter_text(trial)
+
+
+def editor_read_only(trial: Trial) -> bool:
+    """No typing into ``solution.py`` once the trial is closed, nor in the feedback-only arm
+    (ELABORATION protocol: the participant steers the AI, which rewrites the code)."""
+    if trial.status != Trial.Status.ACTIVE:
+        return True
+    return bool(arm_config(trial).get("ai_mode") == Arm.AIMode.FEEDBACK)
+
+
+def workspace_files(trial: Trial) -> list[WorkspaceFile]:
+    """README first, then ``solution.py``, task data and visible tests, then the rest."""
+    files = instance_of(trial).participant_files
+    order = {name: index for index, name in enumerate(FIRST)}
+    names = sorted(files, key=lambda name: (order.get(name, len(FIRST)), name))
+    result = []
+    for name in names:
+        language = _language(name)
+        text = solution_text(trial) if name == SOLUTION else files[name]
+        html = str(render_markdown(text)) if language == "markdown" else ""
+        result.append(WorkspaceFile(name, language, text, editable=name == SOLUTION, html=html))
+    return result
+
+
+def files_payload(files: list[WorkspaceFile]) -> list[dict[str, Any]]:
+    """What the page's JSON script carries (documents go as rendered HTML, not JSON)."""
+    return [
+        {k: v for k, v in asdict(f).items() if k != "html"} | {"document": f.is_document}
+        for f in files
+    ]
+
+
+def trial_state(trial: Trial, now: datetime) -> dict[str, Any]:
+    """Everything a reloaded page (or another device) needs to resume."""
+    return {
+        "trial": trial.pk,
+        "status": trial.status,
+        "closed": trial.status not in (Trial.Status.PENDING, Trial.Status.ACTIVE),
+        "deadline": trial.deadline.isoformat() if trial.deadline else None,
+        "server_time": now.isoformat(),
+        "code": solution_text(trial),
+        "saved_at": trial.draft_saved_at.isoformat() if trial.draft_saved_at else None,
+        "read_only": editor_read_only(trial),
+        "status_url": reverse("study:trial_status", args=[trial.pk]),
+    }
+
+
+# --- Visible tests ----------------------------------------------------------------------------
+class RunInProgress(Exception):
+    """Another visible-test run of this trial has not finished yet."""
+
+
+def run_lock_key(trial_id: int) -> str:
+    return f"ide_bridge:run:{trial_id}"
+
+
+@asynccontextmanager
+async def run_lock(trial_id: int) -> AsyncIterator[None]:
+    """One visible-test run at a time per trial (across processes when the cache is shared)."""
+    key = run_lock_key(trial_id)
+    if not await cache.aadd(key, 1, timeout=RUN_LOCK_S):
+        raise RunInProgress("Your previous test run is still going; wait for it to finish.")
+    try:
+        yield
+    finally:
+        await cache.adelete(key)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= OUTPUT_CAP:
+        return text
+    head, tail = text[: OUTPUT_CAP * 3 // 4], text[-OUTPUT_CAP // 4 :]
+    return f"{head}\n\n… output truncated ({len(text) - OUTPUT_CAP} characters) …\n\n{tail}"
+
+
+FAILURE_STATUS = {
+    RunStatus.TLE_CPU: ("time_limit", f"The tests were stopped after {RUN_CPU_S:.0f} s of CPU."),
+    RunStatus.TLE_WALL: ("time_limit", "The tests were stopped: they took too long."),
+    RunStatus.MLE: ("memory_limit", "The tests were stopped: they used too much memory."),
+    RunStatus.OLE: ("output_limit", "The tests were stopped: they printed too much output."),
+    RunStatus.FSIZE: ("output_limit", "The tests were stopped: they wrote too large a file."),
+    RunStatus.SANDBOX_ERROR: ("sandbox_error", "The test runner failed; please try again."),
+}
+
+
+def run_visible_tests(trial: Trial, code: str) -> dict[str, Any]:
+    """Run the instance's visible tests against ``code`` in the sandbox (no database access,
+    so it may run in a worker thread). Hidden tests are not among the participant files, so
+    they cannot be run or shown here."""
+    instance = instance_of(trial)
+    empty: dict[str, Any] = {"ok": False, "tests_run": 0, "failures": 0, "errors": 0}
+    try:
+        sandbox = get_sandbox()
+    except SandboxUnavailable:
+        message = "Running tests is not available right now; you can still submit."
+        return empty | {"status": "unavailable", "message": message, "output": message}
+    spec = unittest_spec(
+        instance, code.encode(), cpu_s=RUN_CPU_S, mem_mib=instance.template.mem_mib
+    )
+    started = time.monotonic()
+    results, _ = run_with_retries(sandbox, [spec])
+    result = results[0]
+    elapsed_ms = round((time.monotonic() - started) * 1000)
+    reply = parse_reply(result)
+    printed = result.stderr_tail.strip()
+    sections = [str(reply.get("output") or "").rstrip()]
+    if printed:
+        sections.append("--- printed by your code ---\n" + printed)
+    body: dict[str, Any] = {**empty, "duration_ms": elapsed_ms}
+    if result.status in FAILURE_STATUS:
+        status, message = FAILURE_STATUS[result.status]
+    elif reply.get("ok"):
+        body.update({k: int(reply.get(k) or 0) for k in ("tests_run", "failures", "errors")})
+        passed = body["tests_run"] > 0 and not body["failures"] and not body["errors"]
+        body["ok"] = passed
+        status, message = ("passed" if passed else "failed"), ""
+    else:
+        status = "error"
+        message = str(reply.get("message") or "Your code could not be loaded.")
+    if message:
+        sections.append(message)
+    output = "\n\n".join(s for s in sections if s)
+    return body | {"status": status, "message": message, "output": _cap(output)}

@@ -1,0 +1,377 @@
+"""Counterbalanced assignment: which plans count, and the one service that assigns them.
+
+The design and the minimiser are pure functions in :mod:`study.assignment.design`; this module reads the
+database, holds the per-study lock and writes the audit trail.
+
+Counting rules (``counted_assignments``). A plan counts for balance while its assignment is
+neither ``released`` nor ``excluded_for_balance`` and its participant either
+
+- is ``complete``, or
+- is still active (any stage but complete/declined/withdrawn/excluded) and was active within
+  the window: last activity (or, before any, the assignment itself) within
+  ``gap_hours + window_hours + GRACE_HOURS``, or a next-session window that closed at most
+  ``GRACE_HOURS`` ago. Abandoned plans therefore age out on their own and free their slot.
+
+Releasing and replacing (``release_plan``, ``exclude_for_balance``). A dropout's or withdrawn
+participant's plan is ``released``: the minimiser sees the freed cells and refills them. When a
+participant finished session 1 and the study's ``replace_session2_no_shows`` is on, and when a
+completed participant is excluded, the assignment is also marked ``excluded_for_balance``: the
+next participant of the same track gets exactly that plan (``Assignment.replaces``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from study.assignment.design import (
+    ALGORITHM_VERSION,
+    Choice,
+    Constraints,
+    Counts,
+    DesignError,
+    Plan,
+    TaskInfo,
+    choose_plan,
+    condition_sequences,
+    enumerate_plans,
+    imbalance,
+)
+from study.audit import log as audit
+from study.models import Assignment, AssignmentLock, Participant, Study, TaskPoolEntry, Track, Trial
+
+logger = logging.getLogger(__name__)
+
+P_BEST = 0.9
+GRACE_HOURS = 24
+CONSTRAINTS = Constraints()  # difficulty-matched whenever the pool allows it
+Stage = Participant.Stage
+ENDED_STAGES = (Stage.COMPLETE, Stage.DECLINED, Stage.WITHDRAWN, Stage.EXCLUDED)
+
+
+class AssignmentError(Exception):
+    """No plan can be assigned; the message is one sentence a researcher can act on."""
+
+
+@dataclass(frozen=True)
+class TrackDesign:
+    pool: tuple[TaskInfo, ...]
+    sequences: tuple[str, ...]
+    candidates: tuple[Plan, ...]
+
+
+# --- Counting ----------------------------------------------------------------------------
+def activity_window(study: Study) -> timedelta:
+    """How long an active participant's plan counts after their last activity."""
+    return timedelta(hours=study.gap_hours + study.window_hours + GRACE_HOURS)
+
+
+def counted_assignments(
+    study: Study, track: Track | None = None, *, now: datetime | None = None
+) -> QuerySet[Assignment]:
+    now = now or timezone.now()
+    cutoff = now - activity_window(study)
+    recent = (
+        Q(participant__last_activity_at__gte=cutoff)
+        | Q(participant__last_activity_at__isnull=True, created_at__gte=cutoff)
+        | Q(participant__next_session_closes_at__gte=now - timedelta(hours=GRACE_HOURS))
+    )
+    active = ~Q(participant__stage__in=ENDED_STAGES) & recent
+    qs = Assignment.objects.filter(study=study, released=False, excluded_for_balance=False)
+    qs = qs.filter(Q(participant__stage=Stage.COMPLETE) | active)
+    return qs.filter(track=track) if track is not None else qs
+
+
+def plan_of(assignment: Assignment) -> Plan:
+    return Plan(assignment.sequence, tuple(assignment.tasks))
+
+
+def track_design(study: Study, track: Track) -> TrackDesign:
+    """The active pool of ``track``, the condition sequences and the admissible plans."""
+    entries = TaskPoolEntry.objects.filter(study=study, track=track, active=True)
+    pool = tuple(sorted(TaskInfo(e.template_slug, track.code, e.difficulty) for e in entries))
+    conditions = sorted(study.arms.values_list("condition", flat=True))
+    if not conditions:
+        raise AssignmentError(f"Study {study.slug} has no arms (conditions) to assign.")
+    if len(pool) < study.total_trials:
+        raise AssignmentError(
+            f"The {track.code} task pool has {len(pool)} active task(s), but each participant "
+            f"needs {study.total_trials} different tasks."
+        )
+    try:
+        sequences = condition_sequences(conditions, study.sessions, study.trials_per_session)
+        candidates = _candidates(pool, sequences, study.total_trials)
+    except DesignError as exc:
+        raise AssignmentError(f"Study {study.slug} has no valid design: {exc}") from exc
+    if not candidates:
+        raise AssignmentError(f"No plan satisfies the design constraints for {track.code}.")
+    return TrackDesign(pool, sequences, candidates)
+
+
+@lru_cache(maxsize=32)
+def _candidates(
+    pool: tuple[TaskInfo, ...], sequences: tuple[str, ...], periods: int
+) -> tuple[Plan, ...]:
+    return tuple(enumerate_plans(list(pool), sequences, periods, CONSTRAINTS))
+
+
+def track_counts(
+    study: Study, track: Track, design: TrackDesign, *, now: datetime | None = None
+) -> Counts:
+    counts = Counts.empty(design.candidates)
+    for sequence, tasks in counted_assignments(study, track, now=now).values_list(
+        "sequence", "tasks"
+    ):
+        counts.add(Plan(sequence, tuple(tasks)), known_only=True)
+    return counts
+
+
+def track_target(study: Study) -> int | None:
+    """How many participants a track should end with, when the study says so: with a single
+    track (with active tasks) that is the study's target. Otherwise unknown (tracks fill by
+    screening), and only minimisation applies."""
+    tracks = set(
+        TaskPoolEntry.objects.filter(study=study, active=True).values_list("track", flat=True)
+    )
+    return study.target_participants if len(tracks) == 1 else None
+
+
+# --- The service -------------------------------------------------------------------------
+def lock_study(study: Study) -> AssignmentLock:
+    """Serialise assignment per study until the surrounding transaction ends: a row lock on
+    PostgreSQL; on SQLite (where SELECT ... FOR UPDATE is a no-op) a write to the lock row,
+    which takes the database-wide write lock up front."""
+    AssignmentLock.objects.get_or_create(study=study)
+    lock = AssignmentLock.objects.select_for_update().get(study=study)
+    if connection.vendor == "sqlite":
+        AssignmentLock.objects.filter(pk=lock.pk).update(study=study)
+    return lock
+
+
+def assign_plan(
+    participant: Participant,
+    *,
+    rng_seed: int | None = None,
+    create_trials: bool = True,
+    p_best: float = P_BEST,
+    now: datetime | None = None,
+) -> Assignment:
+    """Give ``participant`` a counterbalanced plan (idempotent), write the audit row and, with
+    ``create_trials``, the participant's trials, each with its own fresh task instance."""
+    with transaction.atomic():
+        study = participant.study
+        lock_study(study)
+        existing = Assignment.objects.filter(participant=participant).first()
+        if existing is not None:
+            return existing
+        now = now or timezone.now()
+        stage = Participant.objects.values_list("stage", flat=True).get(pk=participant.pk)
+        if stage in ENDED_STAGES:
+            raise AssignmentError(f"Participant {participant.pk} has ended ({stage}); no plan.")
+        track = participant.track
+        if track is None:
+            raise AssignmentError(f"Participant {participant.pk} has no track yet.")
+        cap = study.target_participants + study.overbooking
+        if counted_assignments(study, now=now).count() >= cap:
+            raise AssignmentError(
+                f"Study {study.slug} already has {cap} counted participants (target "
+                f"{study.target_participants} plus {study.overbooking} overbooking); "
+                "assignment is closed."
+            )
+        design = track_design(study, track)
+        counts = track_counts(study, track, design, now=now)
+        seed = secrets.randbelow(2**31) if rng_seed is None else rng_seed
+        target = track_target(study)
+        replaced = replacement_for(study, track, design)
+        if replaced is not None:
+            plan = plan_of(replaced)
+            choice = Choice(plan, imbalance(counts, plan), 1, 1, p_best)
+        else:
+            choice = choose_plan(
+                design.candidates, counts, random.Random(seed), p_best, target=target
+            )
+        assignment = Assignment.objects.create(
+            participant=participant,
+            study=study,
+            track=track,
+            sequence=choice.plan.sequence,
+            tasks=list(choice.plan.tasks),
+            seed=seed,
+            counts_before=audit_snapshot(counts, design, target, choice),
+            min_score=choice.min_score,
+            n_tied=choice.n_tied,
+            n_candidates=len(design.candidates),
+            p_best=choice.p_best,
+            algorithm_version=ALGORITHM_VERSION,
+            replaces=replaced,
+        )
+        if create_trials:
+            create_trials_for(participant, assignment)
+        # Last in the transaction: the audit chain lock is held until commit.
+        audit.record(
+            audit.ASSIGNMENT,
+            actor=None,
+            object_type="participant",
+            object_id=participant.pk,
+            details={
+                "study": study.slug,
+                "assignment": assignment.pk,
+                "track": track.code,
+                "sequence": assignment.sequence,
+                "tasks": assignment.tasks,
+                "seed": seed,
+                "algorithm_version": ALGORITHM_VERSION,
+                "replaces": replaced.pk if replaced else None,
+            },
+        )
+        logger.info(
+            "assignment study=%s participant=%s plan=%s %s seed=%s score=%s tied=%s replaces=%s",
+            study.slug,
+            participant.pk,
+            choice.plan.sequence,
+            ",".join(choice.plan.tasks),
+            seed,
+            choice.min_score,
+            choice.n_tied,
+            replaced.pk if replaced else None,
+        )
+        return assignment
+
+
+def audit_snapshot(
+    counts: Counts, design: TrackDesign, target: int | None, choice: Choice
+) -> dict[str, Any]:
+    """``Assignment.counts_before``: the counts plus what a replay needs (pool, sequences,
+    target) and whether the exact-fill restriction applied."""
+    return {
+        **counts.to_json(),
+        "pool": [[t.slug, t.difficulty] for t in design.pool],
+        "sequences": list(design.sequences),
+        "target": target,
+        "exact_fill": choice.exact,
+        "n_admissible": choice.n_admissible,
+    }
+
+
+def replay(assignment: Assignment) -> Choice:
+    """Re-run the minimiser choice recorded in an audit row (rows with ``replaces`` set took
+    the replaced plan instead). For reviewers and tests."""
+    snap = assignment.counts_before
+    pool = [TaskInfo(slug, "", difficulty) for slug, difficulty in snap["pool"]]
+    candidates = enumerate_plans(pool, snap["sequences"], len(snap["sequences"][0]), CONSTRAINTS)
+    return choose_plan(
+        candidates,
+        Counts.from_json(snap),
+        random.Random(assignment.seed),
+        assignment.p_best,
+        target=snap["target"],
+    )
+
+
+def replacement_for(study: Study, track: Track, design: TrackDesign) -> Assignment | None:
+    """The oldest plan marked for replacement in this track that nobody holds again yet and
+    whose tasks are all still in the pool."""
+    # A replacement holds its plan unless it was simply released (then the plan is free again).
+    taken = (
+        Assignment.objects.filter(replaces__isnull=False)
+        .exclude(released=True, excluded_for_balance=False)
+        .values("replaces")
+    )
+    queue = Assignment.objects.filter(study=study, track=track, excluded_for_balance=True).exclude(
+        pk__in=taken
+    )
+    active = {t.slug for t in design.pool}
+    for assignment in queue.order_by("created_at", "pk"):
+        if set(assignment.tasks) <= active:
+            return assignment
+    return None
+
+
+def create_trials_for(participant: Participant, assignment: Assignment) -> list[Trial]:
+    """One trial per period, each with its own freshly seeded task instance."""
+    from evaluation.bank import BankError
+    from evaluation.instances import get_instance
+    from evaluation.services import record_instance
+
+    study = assignment.study
+    arms = {arm.condition: arm for arm in study.arms.all()}
+    seeds: set[int] = set()
+    trials = []
+    for period, (slug, condition) in enumerate(
+        zip(assignment.tasks, assignment.sequence, strict=True), start=1
+    ):
+        seed = secrets.randbelow(2**31)
+        while seed in seeds:
+            seed = secrets.randbelow(2**31)
+        seeds.add(seed)
+        try:
+            instance = record_instance(get_instance(slug, seed))
+        except BankError as exc:
+            raise AssignmentError(f"Task {slug} cannot be instantiated: {exc}") from exc
+        trials.append(
+            Trial(
+                participant=participant,
+                session_index=(period - 1) // study.trials_per_session + 1,
+                period=period,
+                arm=arms[condition],
+                template_slug=slug,
+                seed=seed,
+                instance=instance,
+            )
+        )
+    return Trial.objects.bulk_create(trials)
+
+
+def _finished_session_one(participant: Participant) -> bool:
+    if participant.session_index >= 2:
+        return True
+    first = list(participant.trials.filter(session_index=1).values_list("status", flat=True))
+    return bool(first) and all(s in (Trial.Status.SUBMITTED, Trial.Status.EXPIRED) for s in first)
+
+
+@transaction.atomic
+def release_plan(participant: Participant, *, replace: bool | None = None) -> Assignment | None:
+    """Stop counting a dropout's or withdrawn participant's plan. ``replace`` (default: the
+    study's ``replace_session2_no_shows`` policy, for participants who finished session 1)
+    also queues the same plan for the next participant of the track."""
+    lock_study(participant.study)
+    assignment = Assignment.objects.filter(participant=participant).first()
+    if assignment is None:
+        return None
+    if replace is None:
+        replace = participant.study.replace_session2_no_shows and _finished_session_one(participant)
+    assignment.released = True
+    assignment.excluded_for_balance = assignment.excluded_for_balance or replace
+    assignment.save(update_fields=["released", "excluded_for_balance"])
+    logger.info(
+        "plan released study=%s participant=%s replace=%s",
+        participant.study.slug,
+        participant.pk,
+        replace,
+    )
+    return assignment
+
+
+@transaction.atomic
+def exclude_for_balance(participant: Participant) -> Assignment | None:
+    """Exclude a (completed) participant from the balance counts; the next participant of the
+    track gets the same plan. Reported in the methods as the replacement policy."""
+    lock_study(participant.study)
+    assignment = Assignment.objects.filter(participant=participant).first()
+    if assignment is None:
+        return None
+    assignment.excluded_for_balance = True
+    assignment.save(update_fields=["excluded_for_balance"])
+    logger.info(
+        "plan excluded for balance study=%s participant=%s", participant.study.slug, participant.pk
+    )
+    return assignment

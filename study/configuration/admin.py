@@ -1,0 +1,191 @@
+"""Admin of a study's configuration: the study with its tracks, arms and task pool, and the
+frozen configuration snapshots.
+
+What a save implies (back to draft, a new snapshot version, the audit event) and opening
+recruitment are services in ``configuration.services``; closing is ``audit.retention``. The
+study's page links to the balance table (``assignment.balance``) and the account batch
+(``enrolment.admin``), routed here by ``get_urls``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html_join
+
+from evaluation.bank import list_templates, load_template
+from study.access import studies_for_researcher
+from study.assignment.balance import balance_view
+from study.audit import retention
+from study.configuration import services
+from study.enrolment.admin import create_participants_view
+from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
+
+
+class TrackInline(admin.TabularInline):
+    model = Track
+    extra = 0
+
+
+class ArmInline(admin.StackedInline):
+    model = Arm
+    extra = 0
+    fields = (("condition", "name"), ("ai_mode", "ide"), ("time_limit_min", "model", "token_cap"))
+
+
+def bank_choices() -> list[tuple[str, str]]:
+    return [
+        (t.slug, f"{t.slug} — {t.track}/{t.difficulty} (v{t.version})") for t in list_templates()
+    ]
+
+
+class PoolEntryForm(forms.ModelForm):
+    template_slug = forms.ChoiceField(choices=bank_choices, label="Template")
+
+    class Meta:
+        model = TaskPoolEntry
+        fields = ("track", "template_slug", "active")
+
+    def save(self, commit: bool = True) -> TaskPoolEntry:
+        entry: TaskPoolEntry = super().save(commit=False)
+        entry.difficulty = load_template(entry.template_slug).difficulty
+        if commit:
+            entry.save()
+        return entry
+
+
+class PoolInline(admin.TabularInline):
+    model = TaskPoolEntry
+    form = PoolEntryForm
+    extra = 0
+    readonly_fields = ("difficulty",)
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("title", "slug", "status", "participant_count", "config_version", "tools")
+    list_filter = ("status",)
+    inlines = [TrackInline, ArmInline, PoolInline]
+    filter_horizontal = ("researchers",)
+    readonly_fields = ("config_version", "snapshot_list")
+    fieldsets = (
+        (None, {"fields": ("title", "slug", "description", "status", "contact", "researchers")}),
+        (
+            "Session plan",
+            {
+                "fields": (("sessions", "trials_per_session"), ("gap_hours", "window_hours")),
+                "description": "Participants do trials_per_session trials per session; the next "
+                "session opens gap_hours after the previous one ended, give or take window_hours.",
+            },
+        ),
+        (
+            "Instruments",
+            {"fields": ("consent_form", "screening", "post_trial", "post_study", "track_item_key")},
+        ),
+        (
+            "Policies",
+            {
+                "fields": (
+                    "report_release",
+                    "withdrawal_policy",
+                    "replace_session2_no_shows",
+                    "target_participants",
+                    "overbooking",
+                )
+            },
+        ),
+        ("Recruitment link", {"fields": ("recruitment_token", "recruitment_id_param")}),
+        ("Frozen configurations", {"fields": ("config_version", "snapshot_list")}),
+    )
+    actions = ["open_recruitment", "close_study"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Study]:
+        return studies_for_researcher(request.user)
+
+    @admin.display(description="participants")
+    def participant_count(self, obj: Study) -> int:
+        return obj.participants.count()
+
+    @admin.display(description="tools")
+    def tools(self, obj: Study) -> str:
+        links = [
+            (reverse("admin:study_study_balance", args=[obj.pk]), "balance"),
+            (reverse("admin:study_study_create_participants", args=[obj.pk]), "create accounts"),
+        ]
+        return format_html_join(" · ", '<a href="{}">{}</a>', links)
+
+    @admin.display(description="snapshots")
+    def snapshot_list(self, obj: Study) -> str:
+        rows = [
+            f"v{s.version} {s.sha256[:12]} ({s.participants.count()} participants)"
+            for s in obj.snapshots.all()[:20]
+        ]
+        return "; ".join(rows) or "none yet (taken when the first participant consents)"
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        saved = services.record_study_saved(
+            form.instance,
+            actor=request.user,
+            created=not change,
+            fields=form.changed_data,
+            inlines=[formset.prefix for formset in formsets if formset.has_changed()],
+            status_before=form.initial.get("status"),
+        )
+        for problem in saved.problems:
+            messages.error(request, problem)
+        if saved.back_to_draft:
+            messages.warning(request, "The study was put back to draft until these are fixed.")
+        if saved.new_version is not None:
+            messages.info(
+                request,
+                f"New configuration version {saved.new_version}: new participants get it; "
+                "earlier ones keep what they saw.",
+            )
+
+    @admin.action(description="Open recruitment (checks the configuration first)")
+    def open_recruitment(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:
+        for study in queryset:
+            try:
+                services.open_recruitment(study, actor=request.user)
+            except services.CannotOpen as exc:
+                messages.error(request, f"{study.slug}: {exc}")
+            else:
+                messages.success(request, f"{study.slug} is now recruiting.")
+
+    @admin.action(description="Close the study")
+    def close_study(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:
+        updated = sum(retention.close_study(study, actor=request.user) for study in queryset)
+        messages.success(request, f"Closed {updated} study/studies.")
+
+    def get_urls(self) -> list[URLPattern]:
+        custom = [
+            path(
+                "<int:study_id>/balance/",
+                self.admin_site.admin_view(balance_view),
+                name="study_study_balance",
+            ),
+            path(
+                "<int:study_id>/create-participants/",
+                self.admin_site.admin_view(create_participants_view),
+                name="study_study_create_participants",
+            ),
+        ]
+        return custom + super().get_urls()
+
+
+@admin.register(ConfigSnapshot)
+class ConfigSnapshotAdmin(admin.ModelAdmin):
+    list_display = ("study", "version", "sha256", "created_at")
+    readonly_fields = ("study", "version", "sha256", "content", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,78 @@
+"""Scale scores of a response and the track a screening response decides.
+
+Scales: ``Item.scale`` names the scale a numeric item scores into (``nasa_tlx``); a ``:r``
+suffix (``usability:r``) reverse-scores it within the item's range. ``scale_scores`` returns
+the mean of each scale's answered items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Count, Q
+
+from study.models import Answer, Item, Participant, Response, Study, Track
+from study.questionnaires.forms import LIKERT_POINTS, T
+
+ENDED_STAGES = (
+    Participant.Stage.DECLINED,
+    Participant.Stage.WITHDRAWN,
+    Participant.Stage.EXCLUDED,
+)
+
+
+def answers_by_key(response: Response) -> dict[str, Any]:
+    return {a.item.key: a.value for a in response.answers.select_related("item")}
+
+
+def _bounds(item: Item) -> tuple[float, float] | None:
+    if item.type in LIKERT_POINTS:
+        return 1.0, float(LIKERT_POINTS[T(item.type)])
+    if item.min_value is not None and item.max_value is not None:
+        return item.min_value, item.max_value
+    return None
+
+
+def scale_scores(response: Response) -> dict[str, float]:
+    """Mean of each scale's answered numeric items, e.g. ``{"nasa_tlx": 42.5}`` (raw TLX)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for answer in response.answers.select_related("item"):
+        item, value = answer.item, answer.value
+        if not item.scale or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        name, _, flag = item.scale.partition(":")
+        bounds = _bounds(item)
+        if flag == "r" and bounds is not None:
+            value = bounds[0] + bounds[1] - value
+        values[name].append(float(value))
+    return {name: math.fsum(v) / len(v) for name, v in sorted(values.items())}
+
+
+# --- Tracks -------------------------------------------------------------------------------
+def least_filled_track(study: Study) -> Track | None:
+    """The study's track with the fewest participants still taking part or complete."""
+    return (
+        study.tracks.annotate(
+            n=Count("participants", filter=~Q(participants__stage__in=ENDED_STAGES))
+        )
+        .order_by("n", "code")
+        .first()
+    )
+
+
+def decide_track(study: Study, response: Response) -> Track | None:
+    """The track named by the screening answer ``study.track_item_key`` (a track code), or the
+    least-filled track for "no preference", a missing answer or a track the study lacks."""
+    if study.track_item_key:
+        answer = (
+            Answer.objects.filter(response=response, item__key=study.track_item_key)
+            .values_list("value", flat=True)
+            .first()
+        )
+        if isinstance(answer, str) and answer.strip():
+            track = study.tracks.filter(code=answer.strip().upper()).first()
+            if track is not None:
+                return track
+    return least_filled_track(study)

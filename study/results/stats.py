@@ -1,0 +1,323 @@
+"""Paired statistics of the within-subject contrast (AI assistant on vs off), with captions.
+
+Pre-registered plan: shared/notes/counterbalancing.md section 6. All functions are pure: they
+take the trial-level rows of ``study.results.dashboard.trial_table`` and return plain JSON.
+
+Definitions (also in the captions and the dashboard's notes):
+
+- **Contrast.** ``ai`` is true for every arm whose AI mode is not "none". Differences are always
+  *AI minus no AI*.
+- **Per-participant means.** Each participant contributes the mean of their trials in each
+  condition; only participants with a value in *both* conditions enter a paired test.
+- **Paired t-test** (``scipy.stats.ttest_rel``) with **d_z** = mean difference / SD of the
+  differences (what drives paired power) and, for comparison with between-subject studies,
+  **d_av** = mean difference / mean of the two conditions' SDs (Lakens 2013).
+- **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``, its default method: exact for small
+  samples without ties or zero differences, otherwise the normal approximation; zero
+  differences are dropped).
+- **McNemar (exact)** on paired pass/fail: a participant *passes a condition* when at least half
+  of their trials in it passed (``mean >= 0.5``; in the default design of two trials per
+  condition this is "passed at least one"). Exact binomial test on the discordant pairs.
+- **Primary outcome**: overall pass (McNemar). **Secondary family**: partial pass, completion
+  time (PAR-60), NASA-TLX, confidence; their paired t-test p-values are **Holm**-adjusted
+  together.
+- **Mixed-effects model** (``statsmodels`` MixedLM, REML): ``completion_min ~ ai + C(period) +
+  C(task)`` with a random intercept per participant; tasks are fixed effects (nine tasks give an
+  imprecise task variance, and crossed random effects do not scale to large studies). Fitted
+  only with at least ``MIN_MIXED_PARTICIPANTS`` participants who have both conditions.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+Row = dict[str, Any]
+MIN_MIXED_PARTICIPANTS = 10
+ALPHA = 0.05
+
+# (key, label, unit, scale factor for captions, lower is better)
+SECONDARY = (
+    ("partial_pass", "Partial pass (share of checks passed)", "percentage points", 100.0, False),
+    ("completion_time_s", "Completion time (PAR-60)", "min", 1 / 60, True),
+    ("nasa_tlx", "Workload (raw NASA-TLX, 0-100)", "points", 1.0, True),
+    ("confidence", "Confidence in the solution (1-7)", "points", 1.0, False),
+)
+
+
+def _num(value: Any) -> float | None:
+    """A JSON-safe float (NaN and infinities become None)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "p not computable"
+    if p < 0.001:
+        return "p < .001"
+    return "p = " + f"{p:.3f}".lstrip("0")
+
+
+def paired_values(rows: Sequence[Row], outcome: str) -> list[tuple[str, float, float]]:
+    """(participant, mean without AI, mean with AI) for participants with both conditions."""
+    values: dict[str, dict[bool, list[float]]] = defaultdict(lambda: {False: [], True: []})
+    for row in rows:
+        value = row.get(outcome)
+        if value is None or row.get("ai") is None:
+            continue
+        values[row["participant"]][bool(row["ai"])].append(float(value))
+    return [
+        (pid, float(np.mean(by[False])), float(np.mean(by[True])))
+        for pid, by in sorted(values.items())
+        if by[False] and by[True]
+    ]
+
+
+def paired_test(without_ai: Sequence[float], with_ai: Sequence[float]) -> dict[str, Any]:
+    """Paired t-test, d_z, d_av, 95 % CI of the mean difference and Wilcoxon signed-rank."""
+    x0, x1 = np.asarray(without_ai, dtype=float), np.asarray(with_ai, dtype=float)
+    n = len(x0)
+    result: dict[str, Any] = {"n": n, "computed": False}
+    if n < 2:
+        result["reason"] = f"needs at least 2 participants with both conditions (have {n})"
+        return result
+    diff = x1 - x0
+    mean_diff, sd_diff = float(diff.mean()), float(diff.std(ddof=1))
+    sd0, sd1 = float(x0.std(ddof=1)), float(x1.std(ddof=1))
+    result.update(
+        computed=True,
+        mean_without_ai=_num(x0.mean()),
+        mean_with_ai=_num(x1.mean()),
+        mean_diff=_num(mean_diff),
+        sd_diff=_num(sd_diff),
+        d_z=_num(mean_diff / sd_diff) if sd_diff > 0 else None,
+        d_av=_num(mean_diff / ((sd0 + sd1) / 2)) if sd0 + sd1 > 0 else None,
+        df=n - 1,
+    )
+    if sd_diff > 0:
+        t = sps.ttest_rel(x1, x0)
+        half = float(sps.t.ppf(1 - ALPHA / 2, n - 1)) * sd_diff / math.sqrt(n)
+        result.update(
+            t=_num(t.statistic),
+            p_t=_num(t.pvalue),
+            ci_low=_num(mean_diff - half),
+            ci_high=_num(mean_diff + half),
+        )
+    else:  # every participant differs by the same amount: t is undefined
+        result.update(t=None, p_t=None, ci_low=_num(mean_diff), ci_high=_num(mean_diff))
+    if np.any(diff != 0):
+        w = sps.wilcoxon(x1, x0)
+        result.update(wilcoxon_w=_num(w.statistic), p_wilcoxon=_num(w.pvalue))
+    else:
+        result.update(wilcoxon_w=None, p_wilcoxon=None)
+    return result
+
+
+def mcnemar_exact(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """Exact McNemar test on (passed without AI, passed with AI) pairs."""
+    both = sum(1 for a, b in pairs if a and b)
+    only_without = sum(1 for a, b in pairs if a and not b)
+    only_with = sum(1 for a, b in pairs if b and not a)
+    neither = sum(1 for a, b in pairs if not a and not b)
+    table = [[both, only_without], [only_with, neither]]  # rows: without AI pass / fail
+    n = len(pairs)
+    result: dict[str, Any] = {
+        "n": n,
+        "table": table,
+        "passed_without_ai": both + only_without,
+        "passed_with_ai": both + only_with,
+        "only_with_ai": only_with,
+        "only_without_ai": only_without,
+    }
+    if n == 0:
+        result.update(computed=False, reason="no participant has results in both conditions")
+        return result
+    test = mcnemar(np.array(table), exact=True)
+    result.update(
+        computed=True,
+        statistic=_num(test.statistic),
+        p=_num(test.pvalue),
+        risk_difference=_num((only_with - only_without) / n),
+    )
+    return result
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values; None (not computed) stays None and is not counted."""
+    present = [i for i, p in enumerate(pvalues) if p is not None]
+    adjusted: list[float | None] = [None] * len(pvalues)
+    if present:
+        _, corrected, _, _ = multipletests([pvalues[i] for i in present], method="holm")
+        for i, value in zip(present, corrected, strict=True):
+            adjusted[i] = _num(value)
+    return adjusted
+
+
+def mixed_model(rows: Sequence[Row]) -> dict[str, Any]:
+    """Completion time (minutes) ~ AI + period + task, random intercept per participant."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    both = {pid for pid, _, _ in paired_values(rows, "completion_time_s")}
+    data = [
+        {
+            "y": row["completion_time_s"] / 60,
+            "ai": int(bool(row["ai"])),
+            "period": row["period"],
+            "task": row["template"],
+            "pid": row["participant"],
+        }
+        for row in rows
+        if row["participant"] in both and row.get("completion_time_s") is not None
+    ]
+    result: dict[str, Any] = {
+        "formula": "completion_min ~ ai + C(period) + C(task) + (1 | participant)",
+        "n_participants": len(both),
+        "n_trials": len(data),
+        "computed": False,
+    }
+    if len(both) < MIN_MIXED_PARTICIPANTS:
+        result["reason"] = (
+            f"needs at least {MIN_MIXED_PARTICIPANTS} participants with trials in both "
+            f"conditions (have {len(both)})"
+        )
+        return result
+    frame = pd.DataFrame(data)
+    formulas = ["y ~ ai + C(period)"]
+    if frame["task"].nunique() > 1:
+        formulas.insert(0, "y ~ ai + C(period) + C(task)")
+    fit, error = None, ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for formula in formulas:
+            try:
+                fit = smf.mixedlm(formula, frame, groups=frame["pid"]).fit(reml=True)
+                break
+            except (ValueError, np.linalg.LinAlgError) as exc:
+                error = str(exc)  # e.g. tasks that coincide with periods: drop them, retry
+    if fit is None:
+        result["reason"] = f"the model could not be fitted ({error})"
+        return result
+    result["task_effects"] = "C(task)" in formula
+    if not result["task_effects"]:
+        result["formula"] = "completion_min ~ ai + C(period) + (1 | participant)"
+    low, high = fit.conf_int().loc["ai"]
+    result.update(
+        computed=True,
+        effect_min=_num(fit.params["ai"]),
+        se_min=_num(fit.bse["ai"]),
+        ci_low_min=_num(low),
+        ci_high_min=_num(high),
+        p=_num(fit.pvalues["ai"]),
+        participant_sd_min=_num(math.sqrt(max(float(fit.cov_re.iloc[0, 0]), 0.0))),
+        residual_sd_min=_num(math.sqrt(fit.scale)),
+        n_tasks=int(frame["task"].nunique()),
+        converged=bool(fit.converged),
+        warnings=sorted({str(w.message).splitlines()[0] for w in caught})[:3],
+    )
+    return result
+
+
+def _direction(diff: float, lower_is_better: bool) -> str:
+    if lower_is_better:
+        return "less" if diff < 0 else "more"
+    return "higher" if diff > 0 else "lower"
+
+
+def secondary_caption(label: str, unit: str, scale: float, lower: bool, r: dict[str, Any]) -> str:
+    if not r.get("computed"):
+        return f"{label}: not computed — {r.get('reason', 'no data')}."
+    diff = r["mean_diff"] * scale
+    amount = f"{abs(diff):.1f} {unit}"
+    word = _direction(diff, lower)
+    text = (
+        f"{label}: on average {amount} {word} with the AI assistant than without it"
+        if diff
+        else f"{label}: no average difference between the conditions"
+    )
+    if r.get("ci_low") is not None:
+        text += (
+            f" (95 % CI of the difference, AI minus no AI: {r['ci_low'] * scale:.1f} to "
+            f"{r['ci_high'] * scale:.1f} {unit})"
+        )
+    parts = []
+    if r.get("t") is not None:
+        parts.append(f"Paired t({r['df']}) = {r['t']:.2f}, {fmt_p(r['p_t'])}")
+    if r.get("p_holm") is not None:
+        parts.append(f"Holm-adjusted {fmt_p(r['p_holm'])}")
+    if r.get("d_z") is not None:
+        parts.append(f"d_z = {r['d_z']:.2f} (d_av = {r['d_av']:.2f})")
+    if r.get("p_wilcoxon") is not None:
+        parts.append(f"Wilcoxon signed-rank {fmt_p(r['p_wilcoxon'])}")
+    parts.append(f"n = {r['n']} participants")
+    return text + ". " + "; ".join(parts) + "."
+
+
+def primary_caption(r: dict[str, Any]) -> str:
+    if not r.get("computed"):
+        return f"Overall pass: not computed — {r.get('reason', 'no data')}."
+    n = r["n"]
+    return (
+        f"Overall pass (primary outcome): of {n} participants who worked in both conditions, "
+        f"{r['passed_with_ai']} passed at least half of their tasks with the AI assistant and "
+        f"{r['passed_without_ai']} without it. {r['only_with_ai']} passed only with the "
+        f"assistant and {r['only_without_ai']} only without it (exact McNemar test, "
+        f"{fmt_p(r['p'])}; risk difference {r['risk_difference'] * 100:+.0f} points)."
+    )
+
+
+def mixed_caption(r: dict[str, Any]) -> str:
+    if not r.get("computed"):
+        return f"Mixed-effects model skipped: it {r['reason']}."
+    terms = "AI + period + task" if r["task_effects"] else "AI + period"
+    text = (
+        f"Mixed-effects model (completion time in minutes ~ {terms}, random intercept per "
+        f"participant; {r['n_trials']} trials of {r['n_participants']} participants on "
+        f"{r['n_tasks']} tasks): the AI assistant changes completion time by "
+        f"{r['effect_min']:+.1f} min (95 % CI {r['ci_low_min']:.1f} to {r['ci_high_min']:.1f}, "
+        f"{fmt_p(r['p'])})."
+    )
+    if not r["task_effects"] and r["n_tasks"] > 1:
+        text += " Task effects were left out: the tasks coincide with periods or conditions."
+    if not r["converged"]:
+        text += " The fit did not converge; treat the estimate with caution."
+    return text
+
+
+def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
+    """Primary (McNemar on pass), secondary family (paired t + Wilcoxon, Holm) and the mixed
+    model, each with a plain-language caption."""
+    pairs = [(a >= 0.5, b >= 0.5) for _, a, b in paired_values(rows, "overall_pass")]
+    primary = mcnemar_exact(pairs)
+    primary["outcome"] = "overall_pass"
+    primary["caption"] = primary_caption(primary)
+    secondary = []
+    for key, label, unit, _, lower in SECONDARY:
+        values = paired_values(rows, key)
+        result = paired_test([v[1] for v in values], [v[2] for v in values])
+        result.update(outcome=key, label=label, unit=unit, lower_is_better=lower)
+        secondary.append(result)
+    for result, adjusted in zip(secondary, holm([r.get("p_t") for r in secondary]), strict=True):
+        result["p_holm"] = adjusted
+    for result, (_, label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
+        result["caption"] = secondary_caption(label, unit, scale, lower, result)
+    mixed = mixed_model(rows)
+    mixed["caption"] = mixed_caption(mixed)
+    return {
+        "contrast": "AI assistant on minus off",
+        "n_paired": primary["n"],
+        "primary": primary,
+        "secondary": secondary,
+        "mixed": mixed,
+    }

@@ -1,0 +1,160 @@
+"""Write operations of a trial: start its clock, save a draft, submit, close it at the deadline.
+
+The clock is the server's: ``start_trial`` (a POST, never a page view) sets the deadline from
+the participant's frozen arm; past it, submissions and drafts are refused and the trial is
+closed with its last saved code (``close_overdue_trial``, also run every minute by the
+``study.close_overdue_trials`` task). Closing a session's last trial moves the participant on
+(``journey.services.advance_session``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from evaluation.services import submit_solution
+from study.configuration.snapshots import frozen_arm
+from study.journey.flow import Stage
+from study.journey.services import advance_session, start_session, touch
+from study.models import Trial
+
+MAX_DRAFT_BYTES = 256 * 1024
+
+
+class TrialClosed(Exception):
+    """The trial no longer accepts submissions or drafts (message is for the participant)."""
+
+
+def arm_config(trial: Trial) -> dict[str, Any]:
+    """The trial's arm as the participant's frozen snapshot has it (later edits of the arm do
+    not reach participants who already joined)."""
+    snapshot = trial.participant.snapshot
+    return frozen_arm(snapshot.content if snapshot else None, trial.arm)
+
+
+def trial_time_limit(trial: Trial) -> timedelta:
+    return timedelta(minutes=int(arm_config(trial)["time_limit_min"]))
+
+
+def _locked(trial: Trial) -> Trial:
+    return (
+        Trial.objects.select_for_update()
+        .select_related("participant__study", "participant__snapshot", "arm")
+        .get(pk=trial.pk)
+    )
+
+
+@transaction.atomic
+def start_trial(trial: Trial, now: datetime) -> Trial:
+    """Start the trial's clock (once; a second call returns the started trial). The first
+    trial of a session starts the session, which raises ``SessionNotOpen`` outside its
+    window."""
+    trial = _locked(trial)
+    if trial.status != Trial.Status.PENDING:
+        return trial
+    if trial.participant.stage in (Stage.ASSIGNED, Stage.WAITING):
+        start_session(trial.participant, now)
+    trial.status = Trial.Status.ACTIVE
+    trial.started_at = now
+    trial.deadline = now + trial_time_limit(trial)
+    trial.save(update_fields=["status", "started_at", "deadline"])
+    return trial
+
+
+def _close_if_overdue(trial: Trial, now: datetime) -> None:
+    """Past the deadline, close the trial in its own transaction (so the closing survives the
+    refusal that follows) and refuse."""
+    if close_overdue_trial(trial, now):
+        raise TrialClosed("The time for this trial ran out; your last saved code was submitted.")
+
+
+def submit_trial(
+    trial: Trial, source: bytes, now: datetime, *, label: str = "participant"
+) -> Trial:
+    """Store the solution and queue its grading. A second submission is refused; past the
+    deadline the trial closes instead (with its last saved code, if any)."""
+    _close_if_overdue(trial, now)
+    return _submit_trial(trial, source, now, label)
+
+
+@transaction.atomic
+def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Trial:
+    trial = _locked(trial)
+    if not trial.participant.is_active:
+        raise TrialClosed("Your participation has ended; submissions are no longer accepted.")
+    if trial.status in (Trial.Status.SUBMITTED, Trial.Status.EXPIRED):
+        raise TrialClosed(
+            "This trial has already been submitted; a second submission is not accepted."
+        )
+    if trial.status == Trial.Status.PENDING:
+        raise TrialClosed("This trial has not started yet.")
+    assert trial.deadline is not None
+    assert trial.started_at is not None
+    if now > trial.deadline:  # closed by another request in the meantime
+        raise TrialClosed("The time for this trial ran out.")
+    evaluation = submit_solution(
+        template_slug=trial.template_slug,
+        seed=trial.seed,
+        source=source,
+        source_label=label,
+        duration_s=(now - trial.started_at).total_seconds(),
+    )
+    trial.submission = evaluation.submission
+    trial.evaluation = evaluation
+    trial.status = Trial.Status.SUBMITTED
+    trial.ended_at = now
+    trial.save(update_fields=["submission", "evaluation", "status", "ended_at"])
+    touch(trial.participant_id, now)
+    advance_session(trial.participant, now)
+    return trial
+
+
+@transaction.atomic
+def close_overdue_trial(trial: Trial, now: datetime) -> bool:
+    """Close an active trial past its deadline: submit the last saved code, or mark it expired.
+    Either way it counts as the full time limit (PAR). Returns True if it closed the trial."""
+    trial = _locked(trial)
+    if trial.status != Trial.Status.ACTIVE or trial.deadline is None or now <= trial.deadline:
+        return False
+    fields = ["status", "ended_at"]
+    if trial.draft_code.strip():
+        assert trial.started_at is not None
+        evaluation = submit_solution(
+            template_slug=trial.template_slug,
+            seed=trial.seed,
+            source=trial.draft_code.encode(),
+            source_label="participant:auto-submitted",
+            duration_s=(trial.deadline - trial.started_at).total_seconds(),
+        )
+        trial.submission, trial.evaluation = evaluation.submission, evaluation
+        fields += ["submission", "evaluation"]
+    trial.status = Trial.Status.EXPIRED
+    trial.ended_at = trial.deadline
+    trial.save(update_fields=fields)
+    advance_session(trial.participant, now)
+    return True
+
+
+def save_draft(trial: Trial, code: str, now: datetime) -> Trial:
+    """Autosave: keep the participant's latest code on the server (used for auto-submission at
+    the deadline, reload and a second device). Refused once the trial is closed."""
+    _close_if_overdue(trial, now)
+    return _save_draft(trial, code, now)
+
+
+@transaction.atomic
+def _save_draft(trial: Trial, code: str, now: datetime) -> Trial:
+    trial = _locked(trial)
+    if trial.status != Trial.Status.ACTIVE or not trial.participant.is_active:
+        raise TrialClosed("This trial is closed; changes are no longer saved.")
+    if trial.deadline is not None and now > trial.deadline:
+        raise TrialClosed("The time for this trial ran out.")
+    if len(code.encode()) > MAX_DRAFT_BYTES:
+        raise ValueError(f"solution.py is larger than the {MAX_DRAFT_BYTES // 1024} KiB limit.")
+    trial.draft_code = code
+    trial.draft_saved_at = now
+    trial.save(update_fields=["draft_code", "draft_saved_at"])
+    touch(trial.participant_id, now)
+    return trial

@@ -1,0 +1,128 @@
+"""Trial pages of the study app: the plain upload page (for arms without the in-browser
+workspace, and as a no-JavaScript fallback), the start of a trial, the participant's task
+files and the grading status the pages poll.
+
+Opening a page never starts a trial's clock: a pending trial shows its "Start task" form, whose
+POST (``trial_start``) is the only way to start it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation.instances import get_instance
+from study.access import get_participant, get_trial_for_participant
+from study.journey.routing import current_step, is_current_trial, step_url
+from study.journey.services import SessionNotOpen
+from study.markdown import render_markdown
+from study.models import Trial
+from study.results.release import released_view
+from study.trials.services import TrialClosed, arm_config, start_trial, submit_trial
+
+MAX_UPLOAD_BYTES = 256 * 1024
+OPEN = (Trial.Status.PENDING, Trial.Status.ACTIVE)
+
+
+def _own_trial(request: HttpRequest, trial_id: int) -> Trial:
+    participant = get_participant(request.user)
+    trial = get_trial_for_participant(participant, trial_id)
+    trial.participant = participant  # already loaded with the study and the frozen snapshot
+    return trial
+
+
+@login_required(login_url="/")
+@require_http_methods(["GET", "POST"])
+def trial(request: HttpRequest, trial_id: int) -> HttpResponse:
+    trial = _own_trial(request, trial_id)
+    step = current_step(trial.participant)
+    if trial.status in OPEN and not is_current_trial(step, trial):
+        return redirect(step_url(step))
+    error = ""
+    if request.method == "POST":
+        upload = request.FILES.get("solution")
+        if upload is None:
+            error = "Choose your solution.py file before submitting."
+        elif upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
+            error = "solution.py is larger than the 256 KiB limit."
+        else:
+            try:
+                submit_trial(trial, upload.read(), timezone.now())
+            except TrialClosed as exc:
+                error = str(exc)
+            else:
+                return redirect("study:trial", trial_id=trial.pk)
+        trial.refresh_from_db()
+    return render(
+        request, "study/trial.html", _trial_context(trial, error), status=400 if error else 200
+    )
+
+
+@login_required(login_url="/")
+@require_POST
+def trial_start(request: HttpRequest, trial_id: int) -> HttpResponse:
+    """Start the trial's clock (a second click is harmless), then show its page."""
+    trial = _own_trial(request, trial_id)
+    if trial.status == Trial.Status.PENDING:
+        if not is_current_trial(current_step(trial.participant), trial):
+            return redirect("study:next")
+        try:
+            start_trial(trial, timezone.now())
+        except SessionNotOpen:
+            return redirect("study:next")
+    return redirect("study:trial", trial_id=trial.pk)
+
+
+def _trial_context(trial: Trial, error: str) -> dict[str, Any]:
+    instance = get_instance(trial.template_slug, trial.seed)
+    files = sorted(name for name in instance.participant_files if name != "README.md")
+    return {
+        "trial": trial,
+        "arm": arm_config(trial),
+        "readme_html": render_markdown(instance.participant_files["README.md"]),
+        "files": files,
+        "error": error,
+        "deadline_iso": trial.deadline.isoformat() if trial.deadline else "",
+    }
+
+
+@login_required(login_url="/")
+@require_GET
+def trial_file(request: HttpRequest, trial_id: int, name: str) -> HttpResponse:
+    trial = _own_trial(request, trial_id)
+    files = get_instance(trial.template_slug, trial.seed).participant_files
+    if name not in files:  # only the participant files of this instance, never hidden ones
+        raise Http404("no such file")
+    response = HttpResponse(files[name], content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required(login_url="/")
+@require_GET
+def trial_status(request: HttpRequest, trial_id: int) -> JsonResponse:
+    """Grading progress and, when the release policy allows, the participant's report."""
+    trial = _own_trial(request, trial_id)
+    evaluation = trial.evaluation
+    now = timezone.now()
+    body: dict[str, Any] = {
+        "trial": trial.pk,
+        "status": trial.status,
+        "deadline": trial.deadline.isoformat() if trial.deadline else None,
+        "server_time": now.isoformat(),
+        "grading": None,
+        "report": None,
+    }
+    if evaluation is not None:
+        body["grading"] = {
+            "status": evaluation.status,
+            "done": evaluation.tests_done,
+            "total": evaluation.tests_total,
+        }
+        body["report"] = released_view(trial, now)
+    return JsonResponse(body)
