@@ -125,7 +125,7 @@ def submit_solution(
         submission=submission, duration_s=duration_s, tokens=tokens
     )
     if enqueue:
-        from evaluation.tasks import grade_submission
+        from evaluation.tasks import grade_submission  # cycle: the task wraps this module
 
         transaction.on_commit(lambda: grade_submission.delay(evaluation.pk))
     return evaluation
@@ -242,6 +242,14 @@ def finish_evaluation(evaluation_id: int, report: dict[str, Any]) -> None:
 
 
 @transaction.atomic
+def requeue_evaluation(evaluation_id: int) -> None:
+    """Put a running evaluation back in the queue before its task retries (grading could not
+    start: sandbox or calibration trouble)."""
+    Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.Status.RUNNING).update(
+        status=Evaluation.Status.QUEUED
+    )
+
+
 def fail_evaluation(evaluation_id: int, message: str) -> None:
     Evaluation.objects.filter(pk=evaluation_id).update(
         status=Evaluation.Status.FAILED, error=message[:2000], finished_at=timezone.now()

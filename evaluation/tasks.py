@@ -37,7 +37,7 @@ def grade_submission(self: Task, evaluation_id: int) -> dict[str, Any]:
         evaluation = services.run_evaluation(evaluation_id, on_progress=on_progress)
     except services.GradingUnavailable as exc:
         if self.request.retries < (self.max_retries or 0):
-            Evaluation.objects.filter(pk=evaluation_id).update(status=Evaluation.Status.QUEUED)
+            services.requeue_evaluation(evaluation_id)
             raise self.retry(exc=exc, countdown=RETRY_DELAYS_S[self.request.retries]) from exc
         services.fail_evaluation(evaluation_id, str(exc))
         return {"evaluation_id": evaluation_id, "status": Evaluation.Status.FAILED}

@@ -207,6 +207,14 @@ ACCOUNT_EMAIL_VERIFICATION = "none"
 ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_SESSION_REMEMBER = None
+# allauth's rate limiter also guards the participants' personal and recruitment links (POSTs per
+# client address; see study/enrolment/views.py). The address is REMOTE_ADDR, which daphne's
+# --proxy-headers already takes from the reverse proxy (deploy/start-web); set the proxy count
+# only when more proxies sit in front and REMOTE_ADDR would be one of them.
+ACCOUNT_RATE_LIMITS = {
+    "study_link": f"{env.int('STUDY_LINK_POSTS_PER_MINUTE', default=20)}/m/ip",
+}
+ALLAUTH_TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = env.str("MFA_TOTP_ISSUER", default="HAI-Eval")
 

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from evaluation.instances import get_instance
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
     CODE_END,
@@ -371,7 +372,6 @@ def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: A
 def _feedback_conversation(request: _Request, feedback_text: str) -> str:
     """Build the model's input (task, earlier feedback, current code, stage, feedback) into
     ``request.conversation``; return the code it revises."""
-    from evaluation.instances import get_instance
 
     trial = request.trial
     files = get_instance(trial.template_slug, trial.seed).participant_files

@@ -1,7 +1,7 @@
 """The ``submit`` script a participant runs in their task folder (offered as a download).
 
 It packs the current folder with ``tar`` and ``gzip -n`` and posts it to
-``POST /ide/trials/<id>/submission`` with ``curl --fail-with-body``. ``.git``, ``__pycache__``,
+``POST /ide/submissions/<id>`` with ``curl --fail-with-body``. ``.git``, ``__pycache__``,
 other caches and the script itself (it holds the token) stay out of the archive. The token
 reaches curl on its standard input, so it does not show in the process list. The same files
 give the same archive, so running the script again is a harmless retry: the server recognises

@@ -1,6 +1,6 @@
 """The telemetry wire protocol: event vocabulary, payload whitelists and batch validation.
 
-The WebSocket (``ws/trials/<id>/events/``) and the HTTP endpoint (``POST /ide/trials/<id>/events``)
+The WebSocket (``ws/trials/<id>/events/``) and the HTTP endpoint (``POST /ide/telemetry/<id>/events``)
 speak the same messages and share :func:`parse_batch`:
 
 client -> server::

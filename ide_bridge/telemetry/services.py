@@ -19,6 +19,7 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.instances import get_instance
 from ide_bridge.models import IntegrityFlag, TrialAccess, TrialEvent
 from ide_bridge.telemetry.protocol import (
     AI_REQUEST_KINDS,
@@ -274,7 +275,6 @@ def token_opens(trial: Trial, token: str) -> bool:
 @lru_cache(maxsize=32)
 def _starter_code(slug: str, seed: int) -> str:
     """Instantiating a task takes seconds; the result is fixed for (template, seed)."""
-    from evaluation.instances import get_instance
 
     return get_instance(slug, seed).participant_files.get("solution.py", "")
 

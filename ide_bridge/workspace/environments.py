@@ -18,6 +18,7 @@ import abc
 
 from django.urls import reverse
 
+from ide_bridge.workspace.services import solution_text
 from study.models import Arm, Trial
 
 __all__ = [
@@ -68,7 +69,6 @@ class BrowserEnvironment(Environment):
         return reverse("ide_bridge:workspace", args=[trial.pk])
 
     def collect(self, trial: Trial) -> dict[str, bytes]:
-        from ide_bridge.workspace.services import solution_text
 
         return {"solution.py": solution_text(trial).encode()}
 

@@ -33,6 +33,9 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from evaluation.bank import BankError
+from evaluation.instances import get_instance
+from evaluation.services import record_instance
 from study.assignment.design import (
     ALGORITHM_VERSION,
     Choice,
@@ -298,9 +301,6 @@ def replacement_for(study: Study, track: Track, design: TrackDesign) -> Assignme
 
 def create_trials_for(participant: Participant, assignment: Assignment) -> list[Trial]:
     """One trial per period, each with its own freshly seeded task instance."""
-    from evaluation.bank import BankError
-    from evaluation.instances import get_instance
-    from evaluation.services import record_instance
 
     study = assignment.study
     arms = {arm.condition: arm for arm in study.arms.all()}
@@ -375,3 +375,27 @@ def exclude_for_balance(participant: Participant) -> Assignment | None:
         "plan excluded for balance study=%s participant=%s", participant.study.slug, participant.pk
     )
     return assignment
+
+
+TRACK_CHANGEABLE = (Participant.Stage.INVITED, Participant.Stage.CONSENTED)
+
+
+@transaction.atomic
+def override_track(participant: Participant, track: Track, *, by: audit.Actor) -> bool:
+    """A researcher sets the participant's track before screening decides it (the screening
+    answer is then ignored). False, and nothing changes, once the participant has a plan or
+    for a track of another study."""
+    participant = Participant.objects.select_for_update().get(pk=participant.pk)
+    if participant.stage not in TRACK_CHANGEABLE or track.study_id != participant.study_id:
+        return False
+    track_before = participant.track.code if participant.track else None
+    participant.track, participant.track_overridden = track, True
+    participant.save(update_fields=["track", "track_overridden"])
+    audit.record(
+        audit.TRACK_OVERRIDE,
+        actor=by,
+        object_type="participant",
+        object_id=participant.pk,
+        details={"study": participant.study.slug, "track": track.code, "before": track_before},
+    )
+    return True

@@ -44,6 +44,7 @@ REPORT_RELEASE = "report_release"
 PURGE = "purge"
 CONSENT = "consent"
 ASSIGNMENT = "assignment"
+TRACK_OVERRIDE = "track_override"
 
 # pg_advisory_xact_lock key of the chain ("AUDIT" in ASCII).
 CHAIN_LOCK_KEY = 0x4155444954

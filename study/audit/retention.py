@@ -22,6 +22,8 @@ from django.utils import timezone
 from study.audit import log as audit
 from study.models import Participant, RetentionPolicy, Study, Trial
 from study.signals import removed_counts, telemetry_purge_requested
+from study.vault.models import VaultEntry
+from study.vault.services import delete_contact
 
 if TYPE_CHECKING:
     from study.audit.log import Actor
@@ -104,8 +106,6 @@ def purge_expired(*, now: datetime | None = None, dry_run: bool = False) -> Purg
 def purge_study(
     study: Study, policy: RetentionPolicy, *, now: datetime, dry_run: bool
 ) -> dict[str, int]:
-    from study.vault.models import VaultEntry
-    from study.vault.services import delete_contact
 
     removed: dict[str, int] = {}
     if policy.contact_due(now):

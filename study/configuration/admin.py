@@ -51,12 +51,11 @@ class PoolEntryForm(forms.ModelForm):
         model = TaskPoolEntry
         fields = ("track", "template_slug", "active")
 
-    def save(self, commit: bool = True) -> TaskPoolEntry:
-        entry: TaskPoolEntry = super().save(commit=False)
-        entry.difficulty = load_template(entry.template_slug).difficulty
-        if commit:
-            entry.save()
-        return entry
+    def clean_template_slug(self) -> str:
+        """The entry's difficulty is the template's own (shown read-only next to it)."""
+        slug: str = self.cleaned_data["template_slug"]
+        self.instance.difficulty = load_template(slug).difficulty
+        return slug
 
 
 class PoolInline(admin.TabularInline):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from evaluation.bank import BankError, load_template
 from study.models import Study
 
 
 def configuration_problems(study: Study) -> list[str]:
-    from evaluation.bank import BankError, load_template
 
     problems: list[str] = []
     tracks = list(study.tracks.all())

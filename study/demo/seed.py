@@ -16,15 +16,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.bank import list_templates
+from evaluation.instances import get_instance
 from study.demo.answers import answers_for
 from study.enrolment.accounts import issue_login_link
 from study.enrolment.services import give_consent, submit_screening
 from study.journey.flow import Stage
 from study.journey.services import start_session
 from study.models import Arm, Participant, Study, TaskPoolEntry, Track, Trial, User
+from study.questionnaires.instruments import attach_default_instruments
 from study.questionnaires.services import submit_post_study, submit_post_trial
 from study.researchers.roles import sync_researcher_group
 from study.trials.services import start_trial, submit_trial
+from study.vault.services import store_contact
 
 DEMO_ADMIN_EMAIL = "admin@example.org"
 DEMO_SLUG = "demo"
@@ -69,8 +73,6 @@ def ensure_admin(password: str) -> User:
 
 @transaction.atomic
 def ensure_study(admin: User) -> Study:
-    from evaluation.bank import list_templates
-    from study.questionnaires.instruments import attach_default_instruments
 
     study, created = Study.objects.get_or_create(
         slug=DEMO_SLUG,
@@ -123,7 +125,6 @@ def demo_participant(study: Study, username: str) -> tuple[Participant, bool]:
 
 
 def add_contact(participant: Participant, rng: random.Random) -> None:
-    from study.vault.services import store_contact
 
     name, institution = rng.choice(CONTACTS)
     handle = name.lower().replace(" ", ".").replace("á", "a")
@@ -150,7 +151,6 @@ def consent_and_screen(participant: Participant, rng: random.Random) -> None:
 
 
 def solution_for(trial: Trial, kind: str) -> bytes:
-    from evaluation.instances import get_instance
 
     instance = get_instance(trial.template_slug, trial.seed)
     if kind == "starter":

@@ -36,6 +36,7 @@ from study.enrolment.accounts import (
     issue_login_link,
 )
 from study.enrolment.forms import CreateParticipantsForm
+from study.journey.actions import exclude_action, override_track_action, withdraw_action
 from study.models import Participant, User
 
 
@@ -119,7 +120,6 @@ class ParticipantAdmin(admin.ModelAdmin):
     def exclude_participants(
         self, request: HttpRequest, queryset: QuerySet[Participant]
     ) -> HttpResponse | None:
-        from study.journey.actions import exclude_action
 
         return exclude_action(self, request, queryset)
 
@@ -127,7 +127,6 @@ class ParticipantAdmin(admin.ModelAdmin):
     def withdraw_participants(
         self, request: HttpRequest, queryset: QuerySet[Participant]
     ) -> HttpResponse | None:
-        from study.journey.actions import withdraw_action
 
         return withdraw_action(self, request, queryset)
 
@@ -135,7 +134,6 @@ class ParticipantAdmin(admin.ModelAdmin):
     def override_track(
         self, request: HttpRequest, queryset: QuerySet[Participant]
     ) -> HttpResponse | None:
-        from study.journey.actions import override_track_action
 
         return override_track_action(self, request, queryset)
 

@@ -249,7 +249,7 @@ def describe(result: KanonResult, ladders: Sequence[Ladder]) -> dict[str, Any]:
     }
 
 
-# --- The shipped screening instrument (study/instruments_data.py) -------------------------------
+# --- The shipped screening instrument (study/questionnaires/instruments/) ----------------------
 # Collected coarse at source; these ladders merge further only as far as k needs.
 SCREENING_QIS: tuple[Ladder, ...] = (
     Ladder(

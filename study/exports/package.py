@@ -18,7 +18,6 @@ import csv
 import hashlib
 import io
 import json
-import re
 import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
@@ -31,6 +30,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from study.exports import readme
+from study.exports.files import CODEBOOK_HEADER, FileEntry, data_path
 from study.exports.pgcopy import copy_blocks
 from study.exports.pseudonyms import Pseudonymiser, default_scope, export_key
 from study.exports.registry import (
@@ -48,22 +48,7 @@ from study.exports.selection import select
 from study.models import Study
 
 CHUNK_ROWS = 2000
-CODEBOOK_HEADER = (
-    "table", "name", "type", "description", "allowed_values", "units", "missing_values",
-    "identifier_class", "export_tier", "deid_rule", "source",
-)  # fmt: skip
 Progress = Callable[[float, str], None]
-
-
-@dataclass
-class FileEntry:
-    path: str
-    sha256: str
-    bytes: int
-    rows: int | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes, "rows": self.rows}
 
 
 @dataclass
@@ -150,11 +135,6 @@ def write_text(root: Path, relative: str, text: str, scanner: Scanner | None) ->
     data = text.encode("utf-8")
     path.write_bytes(data)
     return FileEntry(relative, hashlib.sha256(data).hexdigest(), len(data))
-
-
-def data_path(study: Study, table: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9]", "", study.slug) or "study"
-    return f"data/study-{slug}_description-{table}_data.csv"
 
 
 def _git_commit() -> str | None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from study.exports.files import CODEBOOK_HEADER, FileEntry, data_path
 from study.exports.registry import Column, Profile, TableSpec
 
 if TYPE_CHECKING:
-    from study.exports.package import FileEntry
     from study.models import Study
 
 TIER_TEXT = {
@@ -49,7 +49,6 @@ def _field(column: Column) -> dict[str, Any]:
 def datapackage(
     study: Study, profile: Profile, tables: Sequence[TableSpec], files: Sequence[FileEntry]
 ) -> dict[str, Any]:
-    from study.exports.package import CODEBOOK_HEADER, data_path
 
     by_path = {f.path: f for f in files}
     names = {t.name for t in tables}
@@ -161,7 +160,6 @@ def readme(
         "| file | rows | contents |",
         "|---|---|---|",
     ]
-    from study.exports.package import data_path
 
     rows = manifest["row_counts"]
     for spec in tables:

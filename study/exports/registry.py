@@ -279,8 +279,6 @@ def unregister_table(name: str) -> None:
 
 def registered_tables() -> list[TableSpec]:
     """Every registered table in package order (the study's own tables load on first use)."""
-    import study.exports.tables
-    import study.exports.tables_questionnaires  # noqa: F401
 
     return sorted(_TABLES.values(), key=lambda t: (t.order, t.name))
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from study.audit import log as audit
 from study.exports.package import PackageResult, build_package, make_zip
 from study.exports.pseudonyms import default_scope
-from study.models import ExportJob, Study
+from study.models import ExportJob, Study, User
 
 if TYPE_CHECKING:
     from study.audit.log import Actor
@@ -93,7 +93,7 @@ def export_to_directory(
 @transaction.atomic
 def start_export(study: Study, profile: str, *, user: Any, scope: str = "") -> ExportJob:
     """Queue an export job; the worker builds it (enqueued once the job row is committed)."""
-    from study.exports.tasks import build_export
+    from study.exports.tasks import build_export  # cycle: the task wraps this module's run_export
 
     if profile not in ExportJob.Profile.values:
         raise ValueError(f"Unknown export profile {profile!r}.")
@@ -181,7 +181,6 @@ def run_export(job_id: int, on_progress: Callable[[int, str], None] | None = Non
 
 
 def _staff(username: str) -> Any:
-    from study.models import User
 
     return User.objects.filter(username=username).first()
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from study.assignment.services import override_track
 from study.audit.withdrawal import withdraw_participant
 from study.journey.services import exclude
 from study.models import Participant, Study, Track
@@ -94,17 +94,14 @@ def override_track_action(
         messages.error(request, "Choose participants of one study at a time.")
         return None
     if form.is_valid():
-        movable = queryset.filter(
-            stage__in=[Participant.Stage.INVITED, Participant.Stage.CONSENTED]
-        )
-        skipped = queryset.count() - movable.count()
-        with transaction.atomic():
-            movable.update(track=form.cleaned_data["track"], track_overridden=True)
-        messages.success(request, f"Set the track of {movable.count()} participant(s).")
-        if skipped:
+        track = form.cleaned_data["track"]
+        moved = sum(override_track(p, track, by=request.user) for p in queryset)
+        messages.success(request, f"Set the track of {moved} participant(s).")
+        if moved < queryset.count():
             messages.warning(
                 request,
-                f"{skipped} participant(s) already have a plan; their track can no longer change.",
+                f"{queryset.count() - moved} participant(s) already have a plan; their track "
+                "can no longer change.",
             )
         return None
     return _confirm(admin_obj, request, queryset, form, "override_track", "Set the track")

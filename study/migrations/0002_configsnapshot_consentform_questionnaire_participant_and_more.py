@@ -856,7 +856,7 @@ class Migration(migrations.Migration):
                         null=True,
                         on_delete=django.db.models.deletion.SET_NULL,
                         related_name="+",
-                        to="study.assignment.services",
+                        to="study.assignment",
                     ),
                 ),
                 (

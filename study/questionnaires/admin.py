@@ -238,7 +238,7 @@ class ConsentFormAdmin(admin.ModelAdmin):
         initial: dict[str, Any] = dict(super().get_changeform_initial_data(request))
         source = self.get_queryset(request).filter(pk=request.GET.get("from") or 0).first()
         if source is not None:
-            initial.update(
+            initial |= dict(
                 study=source.study_id,
                 version=next_version_label(source),
                 title=source.title,

@@ -1,28 +1,41 @@
 """Install the shipped questionnaires and the default consent form (idempotent).
 
-The content lives in ``study.questionnaires.instruments_data``. Installing never changes what exists: a
-questionnaire version already present (published or not) is returned as it is, so a
-researcher's edits to a draft survive re-running the installer.
+The content is data in ``study/questionnaires/instruments/`` (TOML and Markdown; its README
+says what each file holds). Installing never changes what exists: a questionnaire version
+already present (published or not) is returned as it is, so a researcher's edits to a draft
+survive re-running the installer.
 """
 
 from __future__ import annotations
 
+import tomllib
+from functools import cache
+from pathlib import Path
 from string import Template
 from typing import Any
 
 from django.db import transaction
 
 from study.models import ConsentForm, Item, Questionnaire, QuestionnaireVersion, Study
-from study.questionnaires.instruments_data import (
-    CONSENT_BODY,
-    CONSENT_CHECKBOXES,
-    CONSENT_TITLE,
-    CONSENT_VERSION,
-    NO_CONTACT,
-    QUESTIONNAIRES,
-    WITHDRAWAL_DELETE,
-    WITHDRAWAL_KEEP,
-)
+
+DATA = Path(__file__).with_name("instruments")
+QUESTIONNAIRE_SLUGS = ("screening", "post-trial", "post-study")
+
+
+@cache
+def questionnaire_specs() -> tuple[dict[str, Any], ...]:
+    """The shipped questionnaires, as read from their TOML files."""
+    return tuple(
+        tomllib.loads((DATA / f"{slug}.toml").read_text(encoding="utf-8"))
+        for slug in QUESTIONNAIRE_SLUGS
+    )
+
+
+@cache
+def consent_spec() -> dict[str, Any]:
+    spec = tomllib.loads((DATA / "consent.toml").read_text(encoding="utf-8"))
+    spec["body"] = (DATA / "consent.md").read_text(encoding="utf-8")
+    return spec
 
 
 def _item(version: QuestionnaireVersion, order: int, spec: dict[str, Any]) -> Item:
@@ -47,7 +60,7 @@ def install_default_instruments() -> dict[str, QuestionnaireVersion]:
     """Create the ``screening``, ``post-trial`` and ``post-study`` questionnaires (version 1,
     published, with items) unless they exist; return their version 1 by slug."""
     installed: dict[str, QuestionnaireVersion] = {}
-    for spec in QUESTIONNAIRES:
+    for spec in questionnaire_specs():
         questionnaire, _ = Questionnaire.objects.get_or_create(
             slug=spec["slug"], defaults={"title": spec["title"], "kind": spec["kind"]}
         )
@@ -66,25 +79,27 @@ def install_default_instruments() -> dict[str, QuestionnaireVersion]:
 
 def default_consent_markdown(study: Study) -> str:
     """The default consent text with the study's title, contact and withdrawal policy."""
+    spec = consent_spec()
     keep = study.withdrawal_policy != Study.WithdrawalPolicy.DELETE
-    return Template(CONSENT_BODY).safe_substitute(
+    return Template(spec["body"]).safe_substitute(
         study_title=study.title,
-        contact=study.contact.strip() or NO_CONTACT,
-        withdrawal=WITHDRAWAL_KEEP if keep else WITHDRAWAL_DELETE,
+        contact=study.contact.strip() or spec["no_contact"],
+        withdrawal=spec["withdrawal_keep"] if keep else spec["withdrawal_delete"],
     )
 
 
 @transaction.atomic
 def install_default_consent(study: Study) -> ConsentForm:
-    """Create the default consent form (version 1.0, click-to-consent) for ``study`` unless
-    that version exists, and make it the study's current form if it has none."""
+    """Create the default consent form (click-to-consent) for ``study`` unless that version
+    exists, and make it the study's current form if it has none."""
+    spec = consent_spec()
     form, _ = ConsentForm.objects.get_or_create(
         study=study,
-        version=CONSENT_VERSION,
+        version=spec["version"],
         defaults={
-            "title": CONSENT_TITLE,
+            "title": spec["title"],
             "body_markdown": default_consent_markdown(study),
-            "checkboxes": [dict(box) for box in CONSENT_CHECKBOXES],
+            "checkboxes": [dict(box) for box in spec["checkboxes"]],
             "mode": ConsentForm.Mode.WAIVER,
         },
     )

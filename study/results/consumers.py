@@ -26,6 +26,7 @@ from django.db.models.signals import post_save
 from django.http import Http404
 from django.urls import path
 
+from evaluation.signals import evaluation_finished, evaluation_progress
 from study.access import get_study_for_researcher
 from study.models import Participant, Trial, User
 
@@ -95,7 +96,6 @@ def _evaluation_changed(sender: Any, evaluation_id: int, **kwargs: Any) -> None:
 
 def connect_monitor_signals() -> None:
     """Subscribe the monitor's pushes (idempotent)."""
-    from evaluation.signals import evaluation_finished, evaluation_progress
 
     post_save.connect(_trial_saved, sender=Trial, dispatch_uid="study-monitor-trial")
     post_save.connect(

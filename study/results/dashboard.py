@@ -23,21 +23,22 @@ import io
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
-from statsmodels.stats.proportion import proportion_confint
 
 from study.metrics import trial_metrics
 from study.models import Answer, ConfigSnapshot, Item, Participant, Study, Trial
 from study.questionnaires.forms import LIKERT_POINTS
+from study.results.figures import all_figures
 from study.results.reports import par_completion_s
+from study.results.stats import paired_stats
+from study.results.table2 import Row, table2
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-Row = dict[str, Any]
 COLUMNS = (
     "trial_id",
     "participant",
@@ -62,7 +63,6 @@ COLUMNS = (
     "nasa_tlx",
 )
 SCALES = ("confidence", "nasa_tlx")
-DIFFICULTY_ORDER = ("easy", "medium", "hard")
 ENDED = (Trial.Status.SUBMITTED, Trial.Status.EXPIRED)
 CACHE_SECONDS = 600
 
@@ -214,87 +214,10 @@ def ai_role_counts(study: Study) -> list[tuple[str, int]]:
 
 
 # --- Table 2 ------------------------------------------------------------------------------
-def _mean(values: Iterable[float | int | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return math.fsum(present) / len(present) if present else None
-
-
-def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
-    return float(low), float(high)
-
-
-def cell(rows: Sequence[Row]) -> dict[str, Any]:
-    judged = [r["overall_pass"] for r in rows if r["overall_pass"] is not None]
-    low, high = wilson(sum(judged), len(judged))
-    return {
-        "n": len(judged),
-        "n_trials": len(rows),
-        "n_participants": len({r["participant"] for r in rows}),
-        "pass_at_1": _mean(judged),
-        "pass_ci": [low, high],
-        "partial_pass": _mean(r["partial_pass"] for r in rows),
-        "completion_time_s": _mean(r["completion_time_s"] for r in rows),
-        "tokens": _mean(r["tokens"] for r in rows),
-    }
-
-
-def conditions(rows: Sequence[Row]) -> list[dict[str, Any]]:
-    seen: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        seen.setdefault(
-            r["condition"],
-            {"condition": r["condition"], "arm": r["arm"], "ai_mode": r["ai_mode"], "ai": r["ai"]},
-        )
-    return [seen[c] for c in sorted(seen)]
-
-
-def _ordered(values: Iterable[str | None], order: Sequence[str] = ()) -> list[str]:
-    present = {v for v in values if v}
-    return [v for v in order if v in present] + sorted(present - set(order))
-
-
-def table2(rows: Sequence[Row]) -> dict[str, Any]:
-    """Per condition: overall, by difficulty and by track — pass@1 (with a Wilson 95 % CI),
-    partial pass, completion time (PAR-60) and tokens, with n per cell."""
-    conds = conditions(rows)
-    by_condition: dict[str, list[Row]] = defaultdict(list)
-    for r in rows:
-        by_condition[r["condition"]].append(r)
-
-    def line(label: str, keep: Any) -> dict[str, Any]:
-        return {
-            "label": label,
-            "cells": [cell([r for r in by_condition[c["condition"]] if keep(r)]) for c in conds],
-        }
-
-    difficulties = _ordered((r["difficulty"] for r in rows), DIFFICULTY_ORDER)
-    tracks = _ordered(r["track"] for r in rows)
-    return {
-        "conditions": conds,
-        "sections": [
-            {"title": "Overall", "rows": [line("All tasks", lambda r: True)]},
-            {
-                "title": "By difficulty",
-                "rows": [
-                    line(d.capitalize(), lambda r, d=d: r["difficulty"] == d) for d in difficulties
-                ],
-            },
-            {
-                "title": "By track",
-                "rows": [line(t, lambda r, t=t: r["track"] == t) for t in tracks],
-            },
-        ],
-    }
-
-
 def figures(
     rows: Sequence[Row], *, ai_roles: Sequence[tuple[str, int]] = ()
 ) -> dict[str, go.Figure]:
     """The dashboard's plotly figures (``study.results.figures``), by name."""
-    from study.results.figures import all_figures
 
     return all_figures(rows, ai_roles=ai_roles)
 
@@ -321,7 +244,6 @@ def table_csv(rows: Sequence[Row]) -> str:
 def dashboard(study: Study) -> dict[str, Any]:
     """Table, Table 2, statistics and figure JSON. The statistics and figures are cached under
     a hash of the data, so a page view after a change recomputes them and others do not."""
-    from study.results.stats import paired_stats
 
     rows = trial_table(study)
     roles = ai_role_counts(study)

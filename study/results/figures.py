@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from study.results.dashboard import DIFFICULTY_ORDER, Row, _ordered, cell, conditions
+from study.results.table2 import DIFFICULTY_ORDER, Row, cell, conditions, ordered
 
 
 def _label(c: dict[str, Any]) -> str:
@@ -18,7 +18,7 @@ def _label(c: dict[str, Any]) -> str:
 def pass_rate_figure(rows: Sequence[Row]) -> go.Figure:
     """Overall pass@1 per condition, overall and by difficulty, with Wilson 95 % intervals."""
     fig = go.Figure()
-    groups = ["All", *_ordered((r["difficulty"] for r in rows), DIFFICULTY_ORDER)]
+    groups = ["All", *ordered((r["difficulty"] for r in rows), DIFFICULTY_ORDER)]
     for c in conditions(rows):
         ys, lows, highs, texts = [], [], [], []
         for group in groups:

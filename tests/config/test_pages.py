@@ -25,7 +25,7 @@ def test_unknown_page_uses_the_custom_404(client: Client) -> None:
 
 @pytest.mark.django_db
 def test_researcher_home_requires_sign_in(client: Client) -> None:
-    response = client.get("/study/researcher/")
+    response = client.get("/study/researchers/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
 
@@ -33,7 +33,7 @@ def test_researcher_home_requires_sign_in(client: Client) -> None:
 @pytest.mark.django_db
 def test_participant_gets_the_custom_403_on_researcher_pages(client: Client, participant) -> None:
     client.force_login(participant)
-    response = client.get("/study/researcher/")
+    response = client.get("/study/researchers/")
     assert response.status_code == 403
     assert "You do not have access" in response.content.decode()
 
@@ -45,8 +45,8 @@ def test_researcher_signs_in_with_email_and_password(client: Client, researcher)
         {"login": "rita@example.org", "password": "correct horse battery staple"},
     )
     assert response.status_code == 302
-    assert response["Location"] == "/study/researcher/"
-    page = client.get("/study/researcher/")
+    assert response["Location"] == "/study/researchers/"
+    page = client.get("/study/researchers/")
     assert page.status_code == 200
     assert "Researcher home" in page.content.decode()
 

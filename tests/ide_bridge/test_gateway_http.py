@@ -75,9 +75,7 @@ def open_trial(condition: str = "B", **arm: Any) -> tuple[Client, Trial, Study]:
 
 def post(client: ClientType, trial: Trial, kind: str, body: Any, **extra: Any) -> Any:
     data = body if isinstance(body, str) else json.dumps(body)
-    return client.post(
-        f"/ide/trials/{trial.pk}/ai/{kind}", data, content_type="application/json", **extra
-    )
+    return client.post(f"/ide/ai/{trial.pk}/{kind}", data, content_type="application/json", **extra)
 
 
 @pytest.fixture
@@ -117,7 +115,9 @@ def test_the_workspace_shows_ai_ui_only_when_the_arm_allows_it(mode: str, has_ui
     study = journey_study()
     study.arms.update(ai_mode=mode)  # both arms, so the first trial has this mode
     client, _ = screened(study)
-    page = client.get(client.get("/study/")["Location"])
+    workspace = client.get("/study/journey/")["Location"]
+    client.post(workspace + "start")
+    page = client.get(workspace)
     assert page.status_code == 200
     html = page.content.decode()
     assert ("js/ai.js" in html) is has_ui
@@ -134,7 +134,7 @@ def test_participant_cannot_use_the_ai_of_another_participants_trial(
         "error": "Not found."
     }
     assert not AIRequest.objects.exists()
-    assert Client().post(f"/ide/trials/{trial.pk}/ai/chat").status_code == 401
+    assert Client().post(f"/ide/ai/{trial.pk}/chat").status_code == 401
 
 
 def test_chat_in_an_ai_arm_answers_with_the_demo_assistant_and_records_it() -> None:
@@ -290,7 +290,7 @@ def test_ai_endpoints_need_the_csrf_token() -> None:
     strict.cookies["csrftoken"] = token
     response = post(strict, trial, "chat", {"message": "hi"}, HTTP_X_CSRFTOKEN=token)
     assert response.status_code == 200
-    assert client.get(f"/ide/trials/{trial.pk}/ai/chat").status_code == 405
+    assert client.get(f"/ide/ai/{trial.pk}/chat").status_code == 405
 
 
 def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
@@ -338,7 +338,7 @@ def test_a_request_the_browser_abandons_is_still_recorded_and_counted(
     )
     user = trial.participant.user
     request = AsyncRequestFactory().post(
-        f"/ide/trials/{trial.pk}/ai/complete",
+        f"/ide/ai/{trial.pk}/complete",
         json.dumps({"prefix": "x = ", "suffix": ""}),
         content_type="application/json",
     )

@@ -103,20 +103,25 @@ def test_flags_page_lists_flags_of_the_researchers_studies_only() -> None:
     participant.study.researchers.add(researcher)
     client = Client()
     client.force_login(researcher)
-    page = client.get("/ide/flags/")
+    page = client.get("/ide/telemetry/flags/")
     assert page.status_code == 200
     html = page.content.decode()
     assert participant.internal_id in html
     assert elsewhere.participant.internal_id not in html
-    assert f"/ide/replay/{trial.pk}/#seq=1" in html
-    by_study = client.get("/ide/flags/", {"study": participant.study.slug, "kind": "large_paste"})
+    assert f"/ide/telemetry/replay/{trial.pk}/#seq=1" in html
+    by_study = client.get(
+        "/ide/telemetry/flags/", {"study": participant.study.slug, "kind": "large_paste"}
+    )
     assert participant.internal_id in by_study.content.decode()
-    assert client.get("/ide/flags/", {"study": elsewhere.participant.study.slug}).status_code == 404
+    assert (
+        client.get("/ide/telemetry/flags/", {"study": elsewhere.participant.study.slug}).status_code
+        == 404
+    )
 
 
 def test_flags_page_is_not_for_participants() -> None:
     client, _, _ = started_trial()
-    assert client.get("/ide/flags/").status_code == 404
+    assert client.get("/ide/telemetry/flags/").status_code == 403
 
 
 def test_admin_lists_flags_and_events_read_only() -> None:
@@ -128,5 +133,5 @@ def test_admin_lists_flags_and_events_read_only() -> None:
     for model in ("integrityflag", "trialevent"):
         page = client.get(f"/admin/ide_bridge/{model}/")
         assert page.status_code == 200
-        assert f"/ide/replay/{trial.pk}/#seq=1" in page.content.decode()
+        assert f"/ide/telemetry/replay/{trial.pk}/#seq=1" in page.content.decode()
         assert client.get(f"/admin/ide_bridge/{model}/add/").status_code == 403

@@ -87,22 +87,22 @@ def rebuild(data: dict[str, Any], upto_seq: int | None = None) -> str:
 
 def test_researcher_on_the_study_sees_the_replay_page() -> None:
     _, _, trial = started_trial()
-    page = researcher_on(trial).get(f"/ide/replay/{trial.pk}/")
+    page = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert f"/ide/replay/{trial.pk}/data.json" in html
+    assert f"/ide/telemetry/replay/{trial.pk}/data.json" in html
     assert 'type="range"' in html
     assert "js/replay.js" in html
 
 
-def test_other_researchers_and_participants_get_404() -> None:
+def test_other_researchers_get_404_and_participants_403() -> None:
     client, _, trial = started_trial()
     outsider = Client()
     outsider.force_login(ResearcherFactory.create())
-    for who in (outsider, client):
-        assert who.get(f"/ide/replay/{trial.pk}/").status_code == 404
-        assert who.get(f"/ide/replay/{trial.pk}/data.json").status_code == 404
-    anonymous = Client().get(f"/ide/replay/{trial.pk}/")
+    for who, status in ((outsider, 404), (client, 403)):
+        assert who.get(f"/ide/telemetry/replay/{trial.pk}/").status_code == status
+        assert who.get(f"/ide/telemetry/replay/{trial.pk}/data.json").status_code == status
+    anonymous = Client().get(f"/ide/telemetry/replay/{trial.pk}/")
     assert anonymous.status_code == 302  # to the login page
 
 
@@ -113,7 +113,7 @@ def test_data_json_rebuilds_the_final_code_equal_to_the_draft() -> None:
         ingest(trial, items[start : start + 40])
     save_draft(trial, final, timezone.now())
 
-    response = researcher_on(trial).get(f"/ide/replay/{trial.pk}/data.json")
+    response = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json")
     assert response.status_code == 200
     data = response.json()
     assert data["starter_code"] == starter_code(trial)
@@ -133,6 +133,6 @@ def test_data_json_rebuilds_the_final_code_equal_to_the_draft() -> None:
 
 def test_replay_of_a_trial_without_events_is_the_starter_code() -> None:
     _, _, trial = started_trial()
-    data = researcher_on(trial).get(f"/ide/replay/{trial.pk}/data.json").json()
+    data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
     assert data["events"] == []
     assert rebuild(data) == starter_code(trial)

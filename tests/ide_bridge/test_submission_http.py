@@ -1,4 +1,4 @@
-"""``POST /ide/trials/<id>/submission``: a workspace archive with the trial's bearer token is
+"""``POST /ide/submissions/<id>``: a workspace archive with the trial's bearer token is
 stored once and submitted; retries are idempotent; attacks and closed trials are refused; the
 rendered ``submit`` script does all of it with ``sh``, ``tar`` and ``curl``."""
 
@@ -130,7 +130,7 @@ def token(trial: Trial) -> str:
 
 # --- Authorisation ----------------------------------------------------------------------------
 def test_the_route_is_named_submission(trial: Trial) -> None:
-    assert url(trial.pk) == f"/ide/trials/{trial.pk}/submission"
+    assert url(trial.pk) == f"/ide/submissions/{trial.pk}"
 
 
 def test_a_missing_or_malformed_token_is_401(trial: Trial, token: str) -> None:
@@ -143,25 +143,28 @@ def test_a_missing_or_malformed_token_is_401(trial: Trial, token: str) -> None:
     assert not WorkspaceUpload.objects.exists()
 
 
-def test_a_wrong_token_is_401(trial: Trial, token: str) -> None:
+NOT_OPENED = {"error": "There is no such trial, or the token does not open it."}
+
+
+def test_a_wrong_token_is_404_like_an_unknown_trial(trial: Trial, token: str) -> None:
     response = send(trial.pk, workspace(trial), token[:-2] + "xx")
-    assert response.status_code == 401
-    assert response.json() == {"error": "The token is not valid for this trial."}
+    assert response.status_code == 404
+    assert response.json() == NOT_OPENED
     trial.refresh_from_db()
     assert trial.status == Trial.Status.ACTIVE
 
 
-def test_a_token_of_another_trial_is_401(trial: Trial, token: str) -> None:
+def test_a_token_of_another_trial_is_404(trial: Trial, token: str) -> None:
     other = trial.participant.trials.exclude(pk=trial.pk).first()
     assert other is not None
     issue_trial_token(other)
-    assert send(other.pk, workspace(trial), token).status_code == 401
+    assert send(other.pk, workspace(trial), token).status_code == 404
 
 
 def test_an_unknown_trial_is_404(trial: Trial, token: str) -> None:
     response = send(trial.pk + 10_000, workspace(trial), token)
     assert response.status_code == 404
-    assert response.json() == {"error": "There is no such trial."}
+    assert response.json() == NOT_OPENED
 
 
 def test_only_post_is_allowed(trial: Trial, token: str) -> None:
@@ -320,7 +323,7 @@ def test_a_multipart_form_without_the_archive_field_is_400(trial: Trial, token: 
 def test_the_script_quotes_its_values_and_refuses_odd_tokens() -> None:
     script = render_submit_script("https://study.example.org/", 7, "abc_DEF-123456789012")
     assert script.startswith("#!/bin/sh\n")
-    assert "SUBMISSION_URL=https://study.example.org/ide/trials/7/submission\n" in script
+    assert "SUBMISSION_URL=https://study.example.org/ide/submissions/7\n" in script
     assert "TRIAL_TOKEN=abc_DEF-123456789012\n" in script
     assert "curl --config - --fail-with-body" in script
     with pytest.raises(ValueError, match="token"):

@@ -1,4 +1,4 @@
-"""POST /ide/trials/<id>/events: the bearer-token batch endpoint for non-browser clients and
+"""POST /ide/telemetry/<id>/events: the bearer-token batch endpoint for non-browser clients and
 the pagehide beacon. Same batches, same acks and the same idempotence as the WebSocket."""
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ def open_workspace(page: Any, url: str, trial: Trial) -> None:
     """Follow the personal link into the trial's workspace and wait for Monaco."""
     page.goto(url)
     page.get_by_role("button", name="Continue").click()
-    page.wait_for_url(f"**/ide/trials/{trial.pk}/")
+    page.wait_for_url(f"**/ide/workspace/{trial.pk}/")
+    page.get_by_role("button", name="Start task").click()
     wait_for_editor(page)
 
 
@@ -99,7 +100,7 @@ def mute_beacon(page: Any) -> None:
     """Without its token, telemetry keeps unsent events in localStorage instead of beaconing
     them at pagehide (telemetry has its own tests). A beacon sent as the test ends could reach
     the live server after the test database is gone."""
-    page.evaluate("() => { delete document.body.dataset.telemetryToken; }")
+    page.evaluate("() => { delete document.getElementById('workspace').dataset.telemetryToken; }")
 
 
 def leave(page: Any) -> None:
@@ -134,6 +135,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     page.keyboard.press("Control+End")
     page.keyboard.type("# first attempt")
     assert editor_value(page).endswith("# first attempt")
+    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=10_000)
     page.get_by_role("button", name="Run tests").click()
     expect(page.locator("#console")).to_contain_text("NotImplementedError", timeout=30_000)
     expect(page.locator("#run-summary")).to_contain_text("errors")
@@ -153,6 +155,9 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     page.keyboard.type("# reviewed")
     code = editor_value(page)
     assert code.rstrip().endswith("# reviewed")
+    # Let the autosave land first: the test server shares one SQLite connection between its
+    # request threads, so two overlapping writes lock each other there (not on PostgreSQL).
+    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=10_000)
     page.get_by_role("button", name="Run tests").click()
     expect(page.locator("#run-summary")).to_contain_text("tests passed", timeout=30_000)
     expect(page.locator("#console")).to_contain_text("OK")
@@ -194,7 +199,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#timer")).to_be_hidden()
     mute_beacon(page)
     page.get_by_role("link", name="Continue").click()
-    page.wait_for_url(f"**/study/trials/{trial.pk}/questionnaire/")
+    page.wait_for_url(f"**/study/questionnaires/post-trial/{trial.pk}/")
 
 
 @pytest.mark.usefixtures("ready")

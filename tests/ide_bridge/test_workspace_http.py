@@ -80,7 +80,7 @@ def first_trial(participant: Participant) -> Trial:
 
 
 def url(trial: Trial, endpoint: str = "") -> str:
-    return f"/ide/trials/{trial.pk}/{endpoint}"
+    return f"/ide/workspace/{trial.pk}/{endpoint}"
 
 
 def post(client: Client, path: str, body: Any, **extra: Any) -> Any:
@@ -93,6 +93,7 @@ def opened(**arm_fields: Any) -> tuple[Client, Participant, Trial]:
         Arm.objects.filter(study=study).update(**arm_fields)  # before the snapshot freezes
     client, participant = assigned(study)
     trial = first_trial(participant)
+    assert client.post(url(trial, "start"))["Location"] == url(trial)
     assert client.get(url(trial)).status_code == 200
     trial.refresh_from_db()
     return client, participant, trial
@@ -129,10 +130,17 @@ def bwrap(settings: Any) -> None:
 
 
 # --- Opening the workspace --------------------------------------------------------------------
-def test_opening_the_workspace_starts_the_trial_and_shows_its_files() -> None:
+def test_opening_the_workspace_offers_the_start_and_starting_shows_the_files() -> None:
     client, participant = assigned(journey_study())
     trial = first_trial(participant)
-    assert client.get("/study/")["Location"] == url(trial)
+    assert client.get("/study/journey/")["Location"] == url(trial)
+    ready = client.get(url(trial))
+    assert ready.status_code == 200
+    assert f'action="{url(trial, "start")}"' in ready.content.decode()
+    trial.refresh_from_db()
+    assert trial.status == Trial.Status.PENDING  # looking at the page starts no clock
+    assert client.get(url(trial, "start")).status_code == 405
+    assert client.post(url(trial, "start"))["Location"] == url(trial)
     page = client.get(url(trial))
     assert page.status_code == 200
     html = page.content.decode()
@@ -154,9 +162,13 @@ def test_opening_the_workspace_starts_the_trial_and_shows_its_files() -> None:
     token = re.search(r'data-telemetry-token="([^"]+)"', html)
     assert token is not None
     assert token_opens(trial, token.group(1))  # telemetry's beacon token
-    # Reopening does not restart the clock.
+    # Reopening (a second tab) or starting again neither restarts the clock nor changes the
+    # token the first tab holds.
     deadline = trial.deadline
-    client.get(url(trial))
+    assert client.post(url(trial, "start"))["Location"] == url(trial)
+    again = re.search(r'data-telemetry-token="([^"]+)"', client.get(url(trial)).content.decode())
+    assert again is not None
+    assert again.group(1) == token.group(1)
     trial.refresh_from_db()
     assert trial.deadline == deadline
 
@@ -191,7 +203,7 @@ def test_a_trial_that_is_not_the_current_step_redirects_to_the_study() -> None:
     second = participant.trials.order_by("period")[1]
     response = client.get(url(second))
     assert response.status_code == 302
-    assert response["Location"] == "/study/"
+    assert response["Location"] == "/study/journey/"
     second.refresh_from_db()
     assert second.status == Trial.Status.PENDING
 
@@ -204,6 +216,7 @@ def test_codespaces_arm_gets_a_refusal_and_the_trial_does_not_start() -> None:
     response = client.get(url(trial))
     assert response.status_code == 503
     assert "Codespaces trials are not available on this installation" in response.content.decode()
+    client.post(url(trial, "start"))
     trial.refresh_from_db()
     assert trial.status == Trial.Status.PENDING
 
@@ -244,12 +257,20 @@ def test_autosave_then_state_restores_the_code_on_reload_and_another_device() ->
     assert "def f():" in other.get(url(trial)).content.decode()
 
 
-def test_state_past_the_deadline_submits_the_last_saved_code() -> None:
+def test_close_before_the_deadline_changes_nothing() -> None:
+    client, _, trial = opened()
+    state = post(client, url(trial, "close"), {}).json()
+    assert state["status"] == "active"
+    assert state["closed"] is False
+
+
+def test_close_past_the_deadline_submits_the_last_saved_code() -> None:
     client, _, trial = opened()
     post(client, url(trial, "autosave"), {"code": "x = 1\n"})
     Trial.objects.filter(pk=trial.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    assert client.get(url(trial, "state")).json()["status"] == "active"  # GET only reads
     with grading_queued():
-        state = client.get(url(trial, "state")).json()
+        state = post(client, url(trial, "close"), {}).json()
     assert state["status"] == "expired"
     assert state["closed"] is True
     trial.refresh_from_db()
@@ -391,6 +412,11 @@ def test_csrf_token_from_the_page_is_required() -> None:
     client, participant = assigned(study, Client(enforce_csrf_checks=True))
     client.force_login(participant.user)
     trial = first_trial(participant)
+    ready = client.get(url(trial)).content.decode()
+    form_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', ready)
+    assert form_token
+    assert client.post(url(trial, "start")).status_code == 403
+    client.post(url(trial, "start"), {"csrfmiddlewaretoken": form_token.group(1)})
     html = client.get(url(trial)).content.decode()
     match = re.search(r'name="csrf-token" content="([^"]+)"', html)
     assert match
@@ -417,9 +443,10 @@ def test_another_participant_gets_404_from_every_endpoint() -> None:
     client, participant = assigned(study)
     other, _ = assigned(study)
     trial = first_trial(participant)
-    client.get(url(trial))
+    client.post(url(trial, "start"))
     post(client, url(trial, "autosave"), {"code": "mine = 1\n"})
     assert other.get(url(trial)).status_code == 404
+    assert other.post(url(trial, "start")).status_code == 404
     assert other.get(url(trial, "state")).status_code == 404
     for endpoint in ("autosave", "run", "submit"):
         response = post(other, url(trial, endpoint), {"code": "theirs = 1\n"})
@@ -429,7 +456,7 @@ def test_another_participant_gets_404_from_every_endpoint() -> None:
     assert trial.status == Trial.Status.ACTIVE
     assert trial.draft_code == "mine = 1\n"
     # A trial id that does not exist looks exactly the same.
-    assert post(other, "/ide/trials/999999/autosave", {"code": ""}).json() == {
+    assert post(other, "/ide/workspace/999999/autosave", {"code": ""}).json() == {
         "error": "Not found."
     }
 

@@ -86,7 +86,7 @@ def test_create_participants_makes_n_accounts_with_unique_pseudonyms(
         assert re.fullmatch(r"[0-9a-f]{16}", participant.internal_id)
         assert participant.links.filter(used_at__isnull=True).count() == 1
     for new in created:
-        assert new.login_path == f"/study/login/{new.token}/"
+        assert new.login_path == f"/study/enrolment/login/{new.token}/"
         assert new.token not in repr(new)
 
 
@@ -118,7 +118,7 @@ def test_credential_sheet_has_only_username_and_login_url(
 
     assert rows[0] == ["username", "login_url"]
     assert rows[1:] == [
-        [a.username, f"https://study.example/study/login/{a.token}/"] for a in created
+        [a.username, f"https://study.example/study/enrolment/login/{a.token}/"] for a in created
     ]
 
 
@@ -200,7 +200,7 @@ def test_an_expired_link_says_it_expired(account: NewAccount) -> None:
 
 
 def test_an_unknown_link_is_not_found(db: None) -> None:
-    response = Client().get("/study/login/not-a-real-token/")
+    response = Client().get("/study/enrolment/login/not-a-real-token/")
 
     assert response.status_code == 404
     assert b"We do not know this login link" in response.content
@@ -270,10 +270,10 @@ def test_concurrent_redemptions_have_exactly_one_winner() -> None:
 
 
 def test_link_posts_are_rate_limited(account: NewAccount, settings: Any) -> None:
-    settings.STUDY_LINK_POSTS_PER_MINUTE = 3
+    settings.ACCOUNT_RATE_LIMITS = {"study_link": "3/m/ip"}
     client = Client()
     for _ in range(3):
-        client.post("/study/login/unknown-token/")
+        client.post("/study/enrolment/login/unknown-token/")
 
     response = client.post(account.login_path)
 
@@ -298,7 +298,7 @@ def test_researcher_downloads_a_credential_sheet(study: Study, admin_researcher:
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0] == ["username", "login_url"]
     assert len(rows) == 5
-    assert all(url.startswith("http://testserver/study/login/") for _, url in rows[1:])
+    assert all(url.startswith("http://testserver/study/enrolment/login/") for _, url in rows[1:])
     assert Participant.objects.filter(study=study).count() == 4
 
 
@@ -345,7 +345,7 @@ def test_issue_login_link_action_shows_new_links_once(
 
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
-    url = re.search(rb"http://testserver(/study/login/[^/<]+/)", response.content)
+    url = re.search(rb"http://testserver(/study/enrolment/login/[^/<]+/)", response.content)
     assert url is not None
     assert Client().post(account.login_path).status_code == 410
     assert Client().post(url.group(1).decode()).status_code == 302

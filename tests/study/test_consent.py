@@ -19,9 +19,9 @@ from study.enrolment.consent import (
     validate_checkboxes,
 )
 from study.enrolment.forms import ConsentDecisionForm
+from study.models import ConsentEvent, ConsentForm, Participant
 from study.vault import crypto
 from study.vault.models import VaultEntry
-from study.models import ConsentEvent, ConsentForm, Participant
 from tests.study.fixtures_instruments import make_consent_form, make_participant, make_study
 
 pytestmark = pytest.mark.django_db

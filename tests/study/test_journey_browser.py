@@ -42,22 +42,27 @@ def test_link_to_waiting_page(live_server: Any, page: Any) -> None:
 
     page.goto(live_server.url + account.login_path)
     page.get_by_role("button", name="Continue").click()
-    page.wait_for_url("**/study/welcome/")
+    page.wait_for_url("**/study/journey/welcome/")
     page.get_by_role("link", name="Continue to the consent information").click()
-    page.wait_for_url("**/study/consent/")
+    page.wait_for_url("**/study/enrolment/consent/")
     for box in page.locator("input[type=checkbox]").all():
         box.check()
     page.locator("button[name=decision][value=agree]").click()
-    page.wait_for_url("**/study/screening/")
+    page.wait_for_url("**/study/questionnaires/screening/")
 
     screening = study.screening
     assert screening is not None
     fill_questionnaire(page, answers_for(screening, random.Random(4), track_preference="SDE"))
     page.locator("form button[type=submit]").last.click()
-    page.wait_for_url("**/trials/**")
+    page.wait_for_url("**/workspace/**")
+    assert page.get_by_text("Task 1").first.is_visible()
+    participant.refresh_from_db()
+    assert participant.stage == Participant.Stage.ASSIGNED  # the task page starts no clock
+    page.get_by_role("button", name="Start task").click()
+    page.locator("#workspace").wait_for()
+    page.evaluate("() => { delete document.getElementById('workspace').dataset.telemetryToken; }")
     participant.refresh_from_db()
     assert participant.stage == Participant.Stage.IN_SESSION
-    assert page.get_by_text("Task 1").first.is_visible()
 
     # The trials themselves are driven in the workspace tests; finish session 1 on the server.
     rng = random.Random(9)
@@ -67,8 +72,8 @@ def test_link_to_waiting_page(live_server: Any, page: Any) -> None:
             submit_trial(trial, b"def nothing():\n    pass\n", timezone.now())
             assert study.post_trial is not None
             submit_post_trial(participant, trial, answers_for(study.post_trial, rng))
-    page.goto(live_server.url + "/study/")
-    page.wait_for_url("**/study/waiting/")
+    page.goto(live_server.url + "/study/journey/")
+    page.wait_for_url("**/study/journey/waiting/")
     assert page.get_by_text("Session 1 is complete").is_visible()
     countdown = page.locator("#countdown")
     countdown.wait_for()

@@ -29,7 +29,7 @@ def study() -> Study:
 
 
 def monitor_json(client: Client, study: Study, query: str = "") -> dict[str, Any]:
-    response = client.get(f"/study/researcher/{study.slug}/monitor.json{query}")
+    response = client.get(f"/study/results/{study.slug}/monitor.json{query}")
     assert response.status_code == 200
     return response.json()
 
@@ -89,7 +89,7 @@ def test_rows_show_current_trial_time_left_grading_flags_and_withdrawals(study: 
     assert [t["flags"] for t in row["trials"]] == [1, 1, 0]
     assert row["trials_ended"] == 1
     assert row["trials_total"] == 3
-    assert row["trials"][0]["report_url"] == f"/study/researcher/trials/{done.pk}/report/"
+    assert row["trials"][0]["report_url"] == f"/study/results/researcher/trials/{done.pk}/report/"
     withdrawn = rows["p-blue-owl"]
     assert withdrawn["withdrawn"] is True
     assert withdrawn["active"] is False
@@ -122,7 +122,7 @@ def test_pages_hold_fifty_participants(study: Study) -> None:
     assert second["participants"][-1]["pseudonym"] == "p-page-059"
     assert monitor_json(client, study, "?page=99")["page"]["number"] == 2  # clamped
     assert monitor_json(client, study, "?page=nonsense")["page"]["number"] == 1
-    html = client.get(f"/study/researcher/{study.slug}/monitor/").content.decode()
+    html = client.get(f"/study/results/{study.slug}/monitor/").content.decode()
     assert 'href="?page=2"' in html
     assert "Page 1 of 2" in html
 
@@ -143,7 +143,7 @@ def test_filters_by_stage_track_and_search(study: Study) -> None:
     assert names("?q=blue") == ["p-blue-owl"]
     assert names(f"?q={blue.internal_id[:6]}") == ["p-blue-owl"]
     assert names("?stage=bogus") == ["p-amber-fox", "p-blue-owl", "p-cyan-elk"]  # ignored
-    html = client.get(f"/study/researcher/{study.slug}/monitor/?stage=withdrawn").content.decode()
+    html = client.get(f"/study/results/{study.slug}/monitor/?stage=withdrawn").content.decode()
     assert "p-cyan-elk" in html
     assert "p-amber-fox" not in html
 
@@ -161,8 +161,8 @@ def test_query_count_does_not_grow_with_participants(
 
     register()
     client = researcher_client(study)
-    json_url = f"/study/researcher/{study.slug}/monitor.json"
-    page_url = f"/study/researcher/{study.slug}/monitor/"
+    json_url = f"/study/results/{study.slug}/monitor.json"
+    page_url = f"/study/results/{study.slug}/monitor/"
     add_people(study, 30)
     small = (count_queries(client, json_url), count_queries(client, page_url))
     add_people(study, 30, start=30)
@@ -181,8 +181,8 @@ def test_query_count_does_not_grow_with_participants(
 
 def test_monitor_is_for_researchers_of_the_study_only(study: Study) -> None:
     for url in (
-        f"/study/researcher/{study.slug}/monitor/",
-        f"/study/researcher/{study.slug}/monitor.json",
+        f"/study/results/{study.slug}/monitor/",
+        f"/study/results/{study.slug}/monitor.json",
     ):
         assert Client().get(url).status_code == 302  # sign in first
         participant = Client()

@@ -166,7 +166,7 @@ def test_a_draft_study_is_not_open_yet(study: Study) -> None:
 
 
 def test_an_unknown_recruitment_link_is_not_found(db: None) -> None:
-    response = Client().get("/study/join/nope/")
+    response = Client().get("/study/enrolment/join/nope/")
 
     assert response.status_code == 404
 

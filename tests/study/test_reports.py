@@ -209,11 +209,11 @@ def blue(study: Study) -> Participant:
 
 
 def page(client: Client, trial: Trial) -> Any:
-    return client.get(f"/study/trials/{trial.pk}/report/")
+    return client.get(f"/study/results/trials/{trial.pk}/report/")
 
 
 def as_json(client: Client, trial: Trial) -> Any:
-    return client.get(f"/study/trials/{trial.pk}/report.json")
+    return client.get(f"/study/results/trials/{trial.pk}/report.json")
 
 
 # --- Visibility per person ----------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_participant_cannot_open_another_participants_report(
 
 def test_anonymous_visitor_is_sent_to_sign_in(amber: Participant) -> None:
     trial = add_trial(amber, 1, "A")
-    response = Client().get(f"/study/trials/{trial.pk}/report/")
+    response = Client().get(f"/study/results/trials/{trial.pk}/report/")
     assert response.status_code == 302
 
 
@@ -342,12 +342,12 @@ def test_never_keeps_reports_from_participants_but_not_researchers(
     assert as_json(client, trial).json()["released"] is False
 
     researcher = researcher_client(study)
-    full = researcher.get(f"/study/researcher/trials/{trial.pk}/report/")
+    full = researcher.get(f"/study/results/researcher/trials/{trial.pk}/report/")
     assert full.status_code == 200
     html = full.content.decode()
     assert HIDDEN_NAME in html
     assert HIDDEN_MESSAGE in html
-    data = researcher.get(f"/study/researcher/trials/{trial.pk}/report.json").json()
+    data = researcher.get(f"/study/results/researcher/trials/{trial.pk}/report.json").json()
     assert data["audience"] == "researcher"
     assert data["report"]["calibration"]["ratio"] == 9.0
     assert HIDDEN_NAME in {t["name"] for t in data["report"]["tests"]}
@@ -356,12 +356,12 @@ def test_never_keeps_reports_from_participants_but_not_researchers(
 def test_researchers_see_only_their_studies(study: Study, amber: Participant) -> None:
     trial = add_trial(amber, 1, "A")
     outsider = researcher_client(make_study())
-    assert outsider.get(f"/study/researcher/trials/{trial.pk}/report/").status_code == 404
+    assert outsider.get(f"/study/results/researcher/trials/{trial.pk}/report/").status_code == 404
     superuser = researcher_client(is_superuser=True)
-    assert superuser.get(f"/study/researcher/trials/{trial.pk}/report/").status_code == 200
+    assert superuser.get(f"/study/results/researcher/trials/{trial.pk}/report/").status_code == 200
     # A participant is not a researcher, even for their own trial.
     client = participant_client(amber)
-    assert client.get(f"/study/researcher/trials/{trial.pk}/report/").status_code == 403
+    assert client.get(f"/study/results/researcher/trials/{trial.pk}/report/").status_code == 403
 
 
 # --- The report's content -----------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_trial_table_has_one_row_per_ended_trial_with_par60_tokens_and_scales(
 def test_csv_has_the_documented_columns(study: Study) -> None:
     for i in range(3):
         add_complete_participant(study, i)
-    response = researcher_client(study).get(f"/study/researcher/{study.slug}/results.csv")
+    response = researcher_client(study).get(f"/study/results/{study.slug}/trials.csv")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"] == f'attachment; filename="{study.slug}-trials.csv"'
@@ -162,8 +162,8 @@ def count_queries(client: Client, url: str) -> int:
 def test_dashboard_queries_are_bounded(study: Study, django_assert_num_queries: Any) -> None:
     client = researcher_client(study)
     page, csv_url = (
-        f"/study/researcher/{study.slug}/results/",
-        f"/study/researcher/{study.slug}/results.csv",
+        f"/study/results/{study.slug}/dashboard/",
+        f"/study/results/{study.slug}/trials.csv",
     )
     for i in range(6):
         add_complete_participant(study, i)
@@ -192,7 +192,7 @@ def test_dashboard_queries_are_bounded(study: Study, django_assert_num_queries: 
 
 def test_small_study_explains_skipped_statistics(study: Study) -> None:
     add_complete_participant(study, 1)
-    html = researcher_client(study).get(f"/study/researcher/{study.slug}/results/").content
+    html = researcher_client(study).get(f"/study/results/{study.slug}/dashboard/").content
     text = html.decode()
     assert "Mixed-effects model skipped: it needs at least 10 participants" in text
     assert "needs at least 2 participants with both conditions (have 1)" in text
@@ -200,8 +200,8 @@ def test_small_study_explains_skipped_statistics(study: Study) -> None:
 
 def test_results_are_for_researchers_of_the_study_only(study: Study) -> None:
     for url in (
-        f"/study/researcher/{study.slug}/results/",
-        f"/study/researcher/{study.slug}/results.csv",
+        f"/study/results/{study.slug}/dashboard/",
+        f"/study/results/{study.slug}/trials.csv",
     ):
         assert Client().get(url).status_code == 302
         participant = Client()

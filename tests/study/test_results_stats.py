@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from study.results.dashboard import figures, table2, wilson
+from study.results.dashboard import figures
 from study.results.stats import (
     holm,
     mcnemar_exact,
@@ -21,6 +21,7 @@ from study.results.stats import (
     paired_test,
     paired_values,
 )
+from study.results.table2 import table2, wilson
 
 WITHOUT = [10.0, 12.0, 9.0, 15.0, 11.0]
 WITH = [8.0, 9.0, 9.0, 11.0, 7.0]

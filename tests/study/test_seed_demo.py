@@ -33,7 +33,7 @@ def test_demo_has_every_stage_and_both_arms(capsys: pytest.CaptureFixture[str]) 
         assert current["condition"] == wanted
         assert (current["ai_mode"] == "none") == (wanted == "A")
     assert all(
-        p["login_url"].startswith("http") and "/study/login/" in p["login_url"]
+        p["login_url"].startswith("http") and "/study/enrolment/login/" in p["login_url"]
         for p in summary["participants"]
     )
 

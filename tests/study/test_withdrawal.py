@@ -85,7 +85,7 @@ def test_participant_withdraws_under_keep_policy(deleted_signals: list[dict[str,
     client, participant = enrolled(study)
     assert counted_assignments(study).count() == 1
 
-    assert client.post("/study/withdraw/").status_code == 302
+    assert client.post("/study/journey/withdraw/").status_code == 302
 
     participant.refresh_from_db()
     assert participant.stage == Stage.WITHDRAWN
@@ -115,7 +115,7 @@ def test_participant_withdraws_under_delete_policy(deleted_signals: list[dict[st
     client, participant = enrolled(study)
     trial_ids = sorted(participant.trials.values_list("pk", flat=True))
 
-    client.post("/study/withdraw/")
+    client.post("/study/journey/withdraw/")
 
     participant.refresh_from_db()
     assert participant.stage == Stage.WITHDRAWN

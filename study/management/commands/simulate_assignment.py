@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from study.assignment.design import ALGORITHM_VERSION
 from study.assignment.services import P_BEST, AssignmentError, assign_plan, release_plan
+from study.journey.services import transition
 from study.models import Arm, Assignment, Participant, Study, TaskPoolEntry, Track, User
 
 IN_FLIGHT = 6
@@ -45,9 +46,12 @@ def simulate(
 ) -> dict[str, Any]:
     """Run the simulation and return its summary; every row it wrote is rolled back."""
     result: dict[str, Any] = {}
-    log = logging.getLogger("study.assignment.services")
-    level = log.level
-    log.setLevel(logging.WARNING)  # one audit line per synthetic assignment is noise here
+    logs = [
+        logging.getLogger(name) for name in ("study.assignment.services", "study.journey.services")
+    ]
+    levels = [log.level for log in logs]
+    for log in logs:  # a line per synthetic assignment and move is noise here
+        log.setLevel(logging.WARNING)
     try:
         with transaction.atomic():
             result = _run(tasks, participants, dropout, seed, tracks)
@@ -55,7 +59,8 @@ def simulate(
     except _Rollback:
         pass
     finally:
-        log.setLevel(level)
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
     return result
 
 
@@ -99,30 +104,29 @@ def _run(tasks: int, participants: int, dropout: float, seed: int, tracks: int) 
                 study=study,
                 user=user,
                 internal_id=secrets.token_hex(8),
-                stage=Stage.ASSIGNED,
                 track=track_rows[enrolled % tracks],
                 session_index=1,
-                last_activity_at=now,
             )
+            for stage in (Stage.CONSENTED, Stage.SCREENED, Stage.ASSIGNED):
+                transition(participant, stage, "simulated", now=now)
             assign_plan(participant, rng_seed=rng.randrange(2**31), create_trials=False)
             enrolled += 1
             fate = "complete" if rng.random() >= dropout else rng.choice(("session1", "session2"))
             in_flight.append((participant, fate))
         participant, fate = in_flight.pop(rng.randrange(len(in_flight)))
         if fate == "complete":
-            participant.stage = Stage.COMPLETE
-            participant.save(update_fields=["stage"])
+            for stage in (Stage.IN_SESSION, Stage.POST_STUDY, Stage.COMPLETE):
+                transition(participant, stage, "simulated", now=now)
             completed.append(participant)
             continue
         dropouts += 1
         if fate == "session2":  # finished session 1, never came back
             participant.session_index = 2
-            participant.stage = Stage.EXCLUDED
             participant.exclusion_reason = "session-2 no-show"
-            participant.save(update_fields=["session_index", "stage", "exclusion_reason"])
+            fields = ("session_index", "exclusion_reason")
+            transition(participant, Stage.EXCLUDED, "simulated", now=now, fields=fields)
         else:
-            participant.stage = Stage.WITHDRAWN
-            participant.save(update_fields=["stage"])
+            transition(participant, Stage.WITHDRAWN, "simulated", now=now)
         release_plan(participant)
     return _summary(study, completed, dropouts, enrolled, seed, tasks, tracks, dropout)
 
