@@ -16,7 +16,6 @@ remaining budget).
 
 from __future__ import annotations
 
-import difflib
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -27,13 +26,10 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from evaluation.instances import get_instance
+from ide_bridge.ai.feedback import feedback_prompt, unified_diff
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
-    CODE_END,
-    CODE_START,
     CURSOR,
-    FEEDBACK_HEADING,
     extract_code,
     strip_fences,
 )
@@ -60,9 +56,6 @@ MAX_TOKENS: dict[str, int] = {Kind.CHAT: 1024, Kind.COMPLETE: 128, Kind.FEEDBACK
 TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBACK: 120.0}
 # Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
 CONTEXT_CHARS = 6000
-# Earlier feedback messages repeated to the model in feedback mode (newest last).
-FEEDBACK_HISTORY = 10
-STAGE_LABELS = dict(AIRequest.Stage.choices)
 
 CHAT_SYSTEM = (
     "You are a coding assistant helping a participant in a timed programming study. Answer "
@@ -72,13 +65,6 @@ COMPLETE_SYSTEM = (
     f"You are a Python code completion engine. The user message is a file with the cursor "
     f"marked {CURSOR}. Reply with only the text to insert at the cursor: no explanation, no "
     "code fences, no repetition of the code around the cursor. At most a few lines."
-)
-FEEDBACK_SYSTEM = (
-    "You write and revise solution.py for the programming task below. The participant cannot "
-    "edit the code; they can only give you feedback, tagged with a stage of work (problem "
-    "comprehension, solution planning, code generation or debugging). Apply their feedback "
-    "and reply with the complete revised solution.py in exactly one ```python code block, "
-    "followed by at most three sentences on what you changed."
 )
 
 
@@ -370,44 +356,9 @@ def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: A
 
 # --- Feedback mode ----------------------------------------------------------------------------
 def _feedback_conversation(request: _Request, feedback_text: str) -> str:
-    """Build the model's input (task, earlier feedback, current code, stage, feedback) into
-    ``request.conversation``; return the code it revises."""
-
-    trial = request.trial
-    files = get_instance(trial.template_slug, trial.seed).participant_files
-    base = trial.draft_code if trial.draft_saved_at else files.get("solution.py", "")
-    earlier = AIRequest.objects.filter(trial=trial, kind=Kind.FEEDBACK, status=Status.OK)
-    history = "".join(
-        f"- ({row.stage or 'no stage'}) {' '.join(_feedback_of(row).split())}\n"
-        for row in reversed(earlier.order_by("-created_at")[:FEEDBACK_HISTORY])
-    )
-    code = base if base.endswith("\n") or not base else base + "\n"
-    stage = STAGE_LABELS.get(request.stage, "not given")
-    request.conversation = [
-        {"role": "system", "content": FEEDBACK_SYSTEM},
-        {
-            "role": "user",
-            "content": f"Task description (README.md):\n{files.get('README.md', '')}\n\n"
-            + (f"Earlier feedback, oldest first:\n{history}\n" if history else "")
-            + f"{CODE_START}{code}{CODE_END}{stage}{FEEDBACK_HEADING}{feedback_text}",
-        },
-    ]
+    """Put the model's input into ``request.conversation``; return the code it revises."""
+    base, request.conversation = feedback_prompt(request.trial, request.stage, feedback_text)
     return base
-
-
-def _feedback_of(row: AIRequest) -> str:
-    content = row.messages[-1].get("content", "") if row.messages else ""
-    return str(content).rpartition(FEEDBACK_HEADING)[2]
-
-
-def unified_diff(before: str, after: str) -> str:
-    def lines(text: str) -> list[str]:
-        return [line if line.endswith("\n") else line + "\n" for line in text.splitlines(True)]
-
-    diff = difflib.unified_diff(
-        lines(before), lines(after), "solution.py (before)", "solution.py (after)"
-    )
-    return "".join(diff)
 
 
 def _record_revision(

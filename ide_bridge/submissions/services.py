@@ -1,9 +1,9 @@
 """Submitting a trial with a workspace archive (the ``submit`` script, or any HTTP client).
 
-The archive is checked in memory (:mod:`ide_bridge.submissions.archives`), kept exactly as received in a
-``WorkspaceUpload`` and its ``solution.py`` is submitted through the study's own service, so the
-trial's rules (one submission, the deadline) apply unchanged. Uploading the same bytes again
-is a retry and returns the first upload.
+The archive is checked in memory (:mod:`ide_bridge.submissions.archives`), kept exactly as received
+in a ``WorkspaceUpload`` and its ``solution.py`` is submitted through the study's own service, so
+the trial's rules (one submission, the deadline) apply unchanged. Uploading the same bytes again is
+a retry and returns the first upload.
 """
 
 from __future__ import annotations

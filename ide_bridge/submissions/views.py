@@ -1,10 +1,10 @@
 """``POST /ide/submissions/<id>``: a workspace archive from outside the browser.
 
-Used by the ``submit`` script (:mod:`ide_bridge.submissions.submit_script`). The client authenticates with
-the trial's bearer token (``Authorization: Bearer <token>``), never with cookies, so the view is
-CSRF-exempt. The body is the archive itself (``application/gzip``, ``application/x-tar``,
-``application/zip`` or ``application/octet-stream``; the format is told by its bytes) or a
-multipart form with the archive in the field ``archive``.
+Used by the ``submit`` script (:mod:`ide_bridge.submissions.submit_script`). The client
+authenticates with the trial's bearer token (``Authorization: Bearer <token>``), never with cookies,
+so the view is CSRF-exempt. The body is the archive itself (``application/gzip``,
+``application/x-tar``, ``application/zip`` or ``application/octet-stream``; the format is told by
+its bytes) or a multipart form with the archive in the field ``archive``.
 
 Answers are JSON: 201 ``{"status": "submitted", "sha256": ...}`` for a new submission, 200 with
 the same body when the same archive is sent again, and ``{"error": "<sentence>"}`` with 400 (the

@@ -1,7 +1,7 @@
 """The telemetry wire protocol: event vocabulary, payload whitelists and batch validation.
 
-The WebSocket (``ws/trials/<id>/events/``) and the HTTP endpoint (``POST /ide/telemetry/<id>/events``)
-speak the same messages and share :func:`parse_batch`:
+The WebSocket (``ws/trials/<id>/events/``) and the HTTP endpoint (``POST
+/ide/telemetry/<id>/events``) speak the same messages and share :func:`parse_batch`:
 
 client -> server::
 

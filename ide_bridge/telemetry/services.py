@@ -63,7 +63,7 @@ SAME_ABSENCE_MS = 5_000
 # still arrive (reconnect, pagehide beacon) for this long.
 CLOSED_GRACE = timedelta(minutes=10)
 # Salt of the workspace page's signed token (``page_token``).
-PAGE_TOKEN_SALT = "ide_bridge.telemetry.page-token"
+PAGE_TOKEN_SALT = "ide_bridge.telemetry.page-token"  # noqa: S105 - a salt, not a secret
 # How many error reasons an ack lists.
 MAX_ACK_ERRORS = 10
 
@@ -115,11 +115,11 @@ Job = tuple[Trial, object, int]  # (trial, raw ``events`` of a batch message, kn
 def ingest(trial: Trial, events: object, *, floor: int = 0) -> Ack:
     """Store a batch idempotently and acknowledge the contiguous prefix.
 
-    ``events`` is the raw ``events`` list of a batch message (validated here; a broken
-    envelope raises :class:`ide_bridge.telemetry.protocol.BatchError` and stores nothing). ``floor`` is a
-    seq the caller knows is contiguous (the consumer's last ack): events at or below it are
-    duplicates without asking the database. Re-sent events are duplicates, never second rows
-    (the (trial, seq) unique constraint); integrity flags come only from newly stored events.
+    ``events`` is the raw ``events`` list of a batch message (validated here; a broken envelope
+    raises :class:`ide_bridge.telemetry.protocol.BatchError` and stores nothing). ``floor`` is a seq
+    the caller knows is contiguous (the consumer's last ack): events at or below it are duplicates
+    without asking the database. Re-sent events are duplicates, never second rows (the (trial, seq)
+    unique constraint); integrity flags come only from newly stored events.
     """
     result = ingest_many([(trial, events, floor)])[0]
     if isinstance(result, BatchError):

@@ -1,10 +1,10 @@
 """HTTP side of telemetry: the bearer-token batch endpoint, researcher replay and flag list.
 
 ``POST /ide/telemetry/<id>/events`` takes the same batch as the WebSocket (see
-:mod:`ide_bridge.telemetry.protocol`) and answers with the same ack. It is for non-browser clients and
-for the browser's ``navigator.sendBeacon`` on ``pagehide``, which cannot set headers: the token
-comes in ``Authorization: Bearer <token>`` or, for beacons, in ``?token=``. No cookies are used,
-so the endpoint is CSRF-exempt. Status codes:
+:mod:`ide_bridge.telemetry.protocol`) and answers with the same ack. It is for non-browser clients
+and for the browser's ``navigator.sendBeacon`` on ``pagehide``, which cannot set headers: the token
+comes in ``Authorization: Bearer <token>`` or, for beacons, in ``?token=``. No cookies are used, so
+the endpoint is CSRF-exempt. Status codes:
 
 * 200 ack JSON (also for a batch that was entirely duplicates)
 * 400 body is not JSON, or the batch envelope is broken (error JSON with a ``code``)

@@ -5,7 +5,7 @@
 // Needs: <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
 //        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, and the
 //        document event hai:editor-ready {editor, monaco, trialId, readOnly} (workspace.js).
-// Emits hai:telemetry {kind, data} with the telemetry vocabulary (ide_bridge/protocol.py):
+// Emits hai:telemetry {kind, data} with the telemetry vocabulary (ide_bridge/telemetry/protocol.py):
 //   suggestion_request, suggestion_shown, suggestion_accept, suggestion_reject,
 //   suggestion_ignored, suggestion_cancel, chat_user_message, chat_assistant_response,
 //   copy_from_chat, edit_preview, edit_accept.

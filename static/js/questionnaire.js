@@ -2,7 +2,7 @@
 //
 // An item wrapper with data-show-if='{"item": "<key>", "in": ["value", ...]}' is shown only
 // while the controlling item (itself shown) has one of those values; for checkboxes, any one
-// ticked. The server applies the same rule to the submitted data (study/questionnaires.py), so
+// ticked. The server applies the same rule to the submitted data (study/questionnaires/forms.py), so
 // this script only keeps the page tidy: answers in hidden items are ignored by the server.
 (function () {
   "use strict";

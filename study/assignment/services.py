@@ -1,7 +1,7 @@
 """Counterbalanced assignment: which plans count, and the one service that assigns them.
 
-The design and the minimiser are pure functions in :mod:`study.assignment.design`; this module reads the
-database, holds the per-study lock and writes the audit trail.
+The design and the minimiser are pure functions in :mod:`study.assignment.design`; this module reads
+the database, holds the per-study lock and writes the audit trail.
 
 Counting rules (``counted_assignments``). A plan counts for balance while its assignment is
 neither ``released`` nor ``excluded_for_balance`` and its participant either
@@ -38,17 +38,14 @@ from evaluation.instances import get_instance
 from evaluation.services import record_instance
 from study.assignment.design import (
     ALGORITHM_VERSION,
-    Choice,
     Constraints,
-    Counts,
     DesignError,
     Plan,
     TaskInfo,
-    choose_plan,
     condition_sequences,
     enumerate_plans,
-    imbalance,
 )
+from study.assignment.minimiser import Choice, Counts, choose_plan, imbalance
 from study.audit import log as audit
 from study.models import Assignment, AssignmentLock, Participant, Study, TaskPoolEntry, Track, Trial
 

@@ -4,8 +4,8 @@ Usernames are ``p-<adjective>-<noun>-<3 digits>`` (e.g. ``p-amber-fox-417``): ea
 or type on a credential sheet, about 2.1 million combinations, drawn with ``secrets`` and checked
 against existing users. They are pseudonyms, not secrets; the login link is the credential.
 
-Login links are ``/study/enrolment/login/<token>/`` with a 192-bit ``secrets.token_urlsafe`` token. Only
-its sha256 is stored (``LoginLink.token_sha256``); the plain token exists once, in the returned
+Login links are ``/study/enrolment/login/<token>/`` with a 192-bit ``secrets.token_urlsafe`` token.
+Only its sha256 is stored (``LoginLink.token_sha256``); the plain token exists once, in the returned
 ``NewAccount`` (or the path returned by ``issue_login_link``). A link works once: redemption is a
 conditional ``UPDATE ... WHERE used_at IS NULL`` so two concurrent redemptions cannot both win.
 
@@ -196,7 +196,8 @@ def _issue(participant: Participant, ttl_days: int) -> str:
 
 
 def issue_login_link(participant: Participant, ttl_days: int = DEFAULT_TTL_DAYS) -> str:
-    """A new login link's path (``/study/enrolment/login/<token>/``); the participant's unused links die."""
+    """A new login link's path (``/study/enrolment/login/<token>/``); the participant's unused
+    links die."""
     return login_path(_issue(participant, ttl_days))
 
 

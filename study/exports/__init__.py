@@ -1,7 +1,8 @@
 """IRB export packages: a codebook-driven, streaming, de-identifying package builder.
 
 - ``registry``: table specifications (columns with codebook metadata and a streaming row
-  generator); apps register their tables (study here, ``ide_bridge.telemetry.exports`` for telemetry).
+  generator); apps register their tables (study here, ``ide_bridge.telemetry.exports`` for
+  telemetry).
 - ``pseudonyms``: HMAC pseudonyms keyed by ``EXPORT_HMAC_KEY`` per export scope.
 - ``selection``: who is in the package, and the export context the generators read.
 - ``kanon``: generalisation of quasi-identifiers until k-anonymity holds.

@@ -103,7 +103,10 @@ class Study(models.Model):
     recruitment_token = models.CharField(
         max_length=32,
         blank=True,
-        help_text="Set to enable the public recruitment link /study/enrolment/join/<token>/; empty disables.",
+        help_text=(
+            "Set to enable the public recruitment link /study/enrolment/join/<token>/; "
+            "empty disables."
+        ),
     )
     recruitment_id_param = models.CharField(
         max_length=40,

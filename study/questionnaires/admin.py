@@ -1,8 +1,8 @@
 """Admin: the questionnaire builder, consent forms, and read-only consent events and responses.
 
-Imported by ``study.configuration.admin``. A questionnaire version is edited (items inline) only while it is
-unpublished and unanswered; "Publish" checks and freezes it, "Create new draft version" copies
-it for editing. Consent forms are immutable once saved: their page is read-only and "Create
+Imported by ``study.configuration.admin``. A questionnaire version is edited (items inline) only
+while it is unpublished and unanswered; "Publish" checks and freezes it, "Create new draft version"
+copies it for editing. Consent forms are immutable once saved: their page is read-only and "Create
 next version" opens the add form pre-filled from the selected form.
 """
 

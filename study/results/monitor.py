@@ -2,10 +2,10 @@
 left, grading status, integrity flags and withdrawals, plus study-wide counts.
 
 A page costs a fixed number of queries whatever the study's size (participants are paginated,
-``PAGE_SIZE`` per page): the page count, the page itself, its trials, one query per registered
-flag provider (``study.metrics``), the stage counts and the grading queue. The page is rendered
-by ``templates/study/results/monitor.html`` and refreshed by ``static/js/monitor.js`` from the
-JSON view (on a push from ``study.results.consumers.MonitorConsumer``, and every few seconds anyway).
+``PAGE_SIZE`` per page): the page count, the page itself, its trials, one query per registered flag
+provider (``study.metrics``), the stage counts and the grading queue. The page is rendered by
+``templates/study/results/monitor.html`` and refreshed by ``static/js/monitor.js`` from the JSON
+view (on a push from ``study.results.consumers.MonitorConsumer``, and every few seconds anyway).
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from study.assignment.design import SEQUENCES, Counts, Plan, TaskInfo, enumerate_plans
+from study.assignment.design import SEQUENCES, Plan, TaskInfo, enumerate_plans
+from study.assignment.minimiser import Counts
 from study.assignment.services import assign_plan, plan_of, release_plan, replay
 from study.management.commands.simulate_assignment import simulate
 from study.models import Assignment, Participant

@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 
 from study.assignment import services as service
-from study.assignment.design import Counts
+from study.assignment.minimiser import Counts
 from study.assignment.services import assign_plan, plan_of
 from study.models import Assignment, AssignmentLock, Participant
 from tests.study.factories_study import make_participant, make_study

@@ -226,7 +226,7 @@ def test_participants_without_a_track_or_who_ended_get_no_plan(study):
         assign_plan(declined, create_trials=False)
 
 
-# --- The live balance table (study/admin_balance.py) -------------------------------------------
+# --- The live balance table (study/assignment/balance.py) --------------------------------------
 def test_balance_table_shows_what_the_minimiser_counts(study, django_assert_num_queries):
     kept, done, gone = (make_participant(study) for _ in range(3))
     plans = {p.pk: assign_plan(p, create_trials=False) for p in (kept, done, gone)}

@@ -13,18 +13,20 @@ from hypothesis import strategies as st
 from study.assignment.design import (
     SEQUENCES,
     Constraints,
-    Counts,
     DesignError,
     Plan,
     TaskInfo,
-    cell_shares,
-    choose_plan,
     condition_sequences,
     enumerate_plans,
+    williams,
+)
+from study.assignment.minimiser import (
+    Counts,
+    cell_shares,
+    choose_plan,
     exact_fill_candidates,
     imbalance,
     score_candidates,
-    williams,
 )
 
 DIFFICULTIES = ("easy", "medium", "hard")

@@ -1,7 +1,7 @@
 """Statistics and figures of the results dashboard against answers worked out by hand.
 
-No database: ``study.results.stats``, ``study.results.dashboard.table2`` and the figures are pure functions of the
-trial-level rows.
+No database: ``study.results.stats``, ``study.results.dashboard.table2`` and the figures are pure
+functions of the trial-level rows.
 """
 
 from __future__ import annotations

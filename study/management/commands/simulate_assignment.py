@@ -1,7 +1,7 @@
 """``manage.py simulate_assignment --tasks 9 --participants 45 --dropout 0.15 --seed S [--json]``
 
-Runs the real assignment service (:func:`study.assignment.services.assign_plan`) on a synthetic study
-inside one transaction that is always rolled back, so researchers can check the balance a
+Runs the real assignment service (:func:`study.assignment.services.assign_plan`) on a synthetic
+study inside one transaction that is always rolled back, so researchers can check the balance a
 design reaches before launching. Nothing is left in the database.
 
 The synthetic study: ``--tracks`` tracks (default 1), ``--tasks`` templates dealt round-robin
