@@ -14,9 +14,13 @@ class StudyConfig(AppConfig):
         # Imported here, not at the top: this module loads before the app registry is ready.
         from django.db.models.signals import post_migrate
 
+        from study.exports import tables, tables_questionnaires
         from study.results.consumers import connect_monitor_signals
 
         post_migrate.connect(_sync_groups, sender=self, dispatch_uid="study-sync-groups")
+        # The study's own export tables (ide_bridge registers its tables in its ready()).
+        tables.register_tables()
+        tables_questionnaires.register_tables()
         # Push "something changed" to open live monitors (they also poll, for the default run).
         connect_monitor_signals()
 

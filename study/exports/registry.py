@@ -278,8 +278,7 @@ def unregister_table(name: str) -> None:
 
 
 def registered_tables() -> list[TableSpec]:
-    """Every registered table in package order (the study's own tables load on first use)."""
-
+    """Every registered table in package order (the apps register theirs in ``ready()``)."""
     return sorted(_TABLES.values(), key=lambda t: (t.order, t.name))
 
 

@@ -137,28 +137,6 @@ def participant_rows(ctx: ExportContext) -> Iterator[Row]:
         )
 
 
-register_table(
-    TableSpec(
-        name="participants",
-        title="Participants",
-        description="One row per included participant: design, status and generalised "
-        "background (quasi-identifiers).",
-        columns=PARTICIPANT_COLUMNS,
-        rows=participant_rows,
-        order=10,
-        primary_key=("participant_id",),
-        withheld=(
-            Withheld("vault: name, e-mail, institution, payment, external ids, typed consent names", "direct", "drop", "vault data never leaves the server"),  # noqa: E501
-            Withheld("LoginLink.token_sha256 and login links", "direct", "drop", "credentials are never exported"),  # noqa: E501
-            Withheld("User.username", "direct", "drop", "public: replaced by participant_id (internal tier only)"),  # noqa: E501
-            Withheld("screening: education, field, professional_years, languages, work_areas, editors, ai_tools, ai_tasks", "quasi", "drop", "public: not in the released QI set (every extra QI coarsens the others)"),  # noqa: E501
-            Withheld("Participant.created_at, ended_at, last_activity_at", "quasi", "relative_time", "public: absolute dates are dropped"),  # noqa: E501
-            Withheld("Participant.exclusion_reason", "free_text", "drop", "public: free text"),
-        ),
-    )
-)  # fmt: skip
-
-
 # --- sessions -----------------------------------------------------------------------------------
 SESSION_COLUMNS = (
     PID,
@@ -203,20 +181,6 @@ def session_rows(ctx: ExportContext) -> Iterator[Row]:
             iso(start),
             iso(end),
         )
-
-
-register_table(
-    TableSpec(
-        name="sessions",
-        title="Sessions",
-        description="One row per participant and session.",
-        columns=SESSION_COLUMNS,
-        rows=session_rows,
-        order=20,
-        primary_key=("participant_id", "session_index"),
-        foreign_keys=FOREIGN,
-    )
-)
 
 
 # --- taskattempts (primary) -----------------------------------------------------------------
@@ -343,22 +307,56 @@ def attempt_rows(ctx: ExportContext) -> Iterator[Row]:
         )
 
 
-register_table(
-    TableSpec(
-        name="taskattempts",
-        title="Task attempts (primary analysis table)",
-        description="One row per trial: the model frame of the pre-registered analysis "
-        "(participant, task, period, session, condition, sequence, outcomes).",
-        columns=ATTEMPT_COLUMNS,
-        rows=attempt_rows,
-        order=30,
-        primary_key=("participant_id", "period"),
-        foreign_keys=FOREIGN,
-        withheld=(
-            Withheld("Trial.draft_code, Submission.source", "free_text", "drop", "code is never in a package (tier 1 data stays on the server)"),  # noqa: E501
-            Withheld("Trial.seed, solution sha256, trial id", "direct", "drop", "public: unique codes would link releases made under different scopes"),  # noqa: E501
-            Withheld("Trial.started_at, ended_at, deadline", "quasi", "relative_time", "public: only durations are released"),  # noqa: E501
-            Withheld("Evaluation.report.tests[].message, error", "none", "drop", "grader messages are not analysis variables"),  # noqa: E501
-        ),
+def register_tables() -> None:
+    """Register the participants, sessions and taskattempts tables (``StudyConfig.ready``)."""
+    register_table(
+        TableSpec(
+            name="participants",
+            title="Participants",
+            description="One row per included participant: design, status and generalised "
+            "background (quasi-identifiers).",
+            columns=PARTICIPANT_COLUMNS,
+            rows=participant_rows,
+            order=10,
+            primary_key=("participant_id",),
+            withheld=(
+                Withheld("vault: name, e-mail, institution, payment, external ids, typed consent names", "direct", "drop", "vault data never leaves the server"),  # noqa: E501
+                Withheld("LoginLink.token_sha256 and login links", "direct", "drop", "credentials are never exported"),  # noqa: E501
+                Withheld("User.username", "direct", "drop", "public: replaced by participant_id (internal tier only)"),  # noqa: E501
+                Withheld("screening: education, field, professional_years, languages, work_areas, editors, ai_tools, ai_tasks", "quasi", "drop", "public: not in the released QI set (every extra QI coarsens the others)"),  # noqa: E501
+                Withheld("Participant.created_at, ended_at, last_activity_at", "quasi", "relative_time", "public: absolute dates are dropped"),  # noqa: E501
+                Withheld("Participant.exclusion_reason", "free_text", "drop", "public: free text"),
+            ),
+        )
+    )  # fmt: skip
+    register_table(
+        TableSpec(
+            name="sessions",
+            title="Sessions",
+            description="One row per participant and session.",
+            columns=SESSION_COLUMNS,
+            rows=session_rows,
+            order=20,
+            primary_key=("participant_id", "session_index"),
+            foreign_keys=FOREIGN,
+        )
     )
-)  # fmt: skip
+    register_table(
+        TableSpec(
+            name="taskattempts",
+            title="Task attempts (primary analysis table)",
+            description="One row per trial: the model frame of the pre-registered analysis "
+            "(participant, task, period, session, condition, sequence, outcomes).",
+            columns=ATTEMPT_COLUMNS,
+            rows=attempt_rows,
+            order=30,
+            primary_key=("participant_id", "period"),
+            foreign_keys=FOREIGN,
+            withheld=(
+                Withheld("Trial.draft_code, Submission.source", "free_text", "drop", "code is never in a package (tier 1 data stays on the server)"),  # noqa: E501
+                Withheld("Trial.seed, solution sha256, trial id", "direct", "drop", "public: unique codes would link releases made under different scopes"),  # noqa: E501
+                Withheld("Trial.started_at, ended_at, deadline", "quasi", "relative_time", "public: only durations are released"),  # noqa: E501
+                Withheld("Evaluation.report.tests[].message, error", "none", "drop", "grader messages are not analysis variables"),  # noqa: E501
+            ),
+        )
+    )  # fmt: skip

@@ -8,9 +8,7 @@ and stay internal. Every withheld answer is counted in ``deid_report.json``.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import groupby
 from typing import Any
 
@@ -25,7 +23,7 @@ from study.exports.registry import (
     register_table,
 )
 from study.models import Answer, Item, Questionnaire, QuestionnaireVersion, Response, Study
-from study.questionnaires.forms import LIKERT_POINTS
+from study.questionnaires.scoring import score_answers
 
 FREE_TEXT_TYPES = frozenset({Item.Type.SHORT_TEXT, Item.Type.LONG_TEXT})
 # Screening items of the shipped instrument that are released as answered in public packages.
@@ -141,25 +139,6 @@ def _estimate_items(ctx: ExportContext) -> int:
     return Answer.objects.filter(response__participant_id__in=list(ctx.participants)).count()
 
 
-register_table(
-    TableSpec(
-        name="questionnaireitems",
-        title="Questionnaire answers (long format)",
-        description="One row per answered item.",
-        columns=ITEM_COLUMNS,
-        rows=item_rows,
-        order=40,
-        foreign_keys=FOREIGN,
-        estimate=_estimate_items,
-        withheld=(
-            Withheld("Answer.value of short_text/long_text items", "free_text", "drop", "public: free text"),  # noqa: E501
-            Withheld("Answer.value of screening quasi-identifier items", "quasi", "generalize:participants", "public: released generalised in participants"),  # noqa: E501
-            Withheld("Answer.value of other screening items", "quasi", "drop", "public: not classified as safe to release"),  # noqa: E501
-        ),
-    )
-)  # fmt: skip
-
-
 # --- scales ---------------------------------------------------------------------------------------
 SCALE_COLUMNS = (
     PID,
@@ -169,29 +148,6 @@ SCALE_COLUMNS = (
     Column("score", "number", "Mean of the scale's answered items after reverse-scoring (':r'), as study.questionnaires.scale_scores computes it.", source="Answer.value, Item.scale"),  # noqa: E501
     Column("n_items_answered", "integer", "Items that entered the score.", source="Answer"),
 )  # fmt: skip
-
-
-def _bounds(item: Item) -> tuple[float, float] | None:
-    if item.type in LIKERT_POINTS:
-        return 1.0, float(LIKERT_POINTS[Item.Type(item.type)])
-    if item.min_value is not None and item.max_value is not None:
-        return item.min_value, item.max_value
-    return None
-
-
-def scores(answers: Iterable[tuple[Item, Any]]) -> dict[str, tuple[float, int]]:
-    """Scale -> (score, items answered): :func:`study.questionnaires.forms.scale_scores` over
-    already-loaded answers (a test holds the two equal)."""
-    values: dict[str, list[float]] = defaultdict(list)
-    for item, value in answers:
-        if not item.scale or isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        name, _, flag = item.scale.partition(":")
-        bounds = _bounds(item)
-        if flag == "r" and bounds is not None:
-            value = bounds[0] + bounds[1] - value
-        values[name].append(float(value))
-    return {name: (math.fsum(v) / len(v), len(v)) for name, v in sorted(values.items())}
 
 
 def scale_rows(ctx: ExportContext) -> Iterator[Row]:
@@ -213,7 +169,7 @@ def scale_rows(ctx: ExportContext) -> Iterator[Row]:
                 continue
             trial = ctx.trials.get(response.trial_id) if response.trial_id else None
             version = response.version
-            for name, (score, n) in scores((a.item, a.value) for a in sheet).items():
+            for name, (score, n) in score_answers((a.item, a.value) for a in sheet).items():
                 yield (
                     ref.pseudonym,
                     version.questionnaire.slug,
@@ -225,19 +181,6 @@ def scale_rows(ctx: ExportContext) -> Iterator[Row]:
                     round(score, 4),
                     n,
                 )
-
-
-register_table(
-    TableSpec(
-        name="scales",
-        title="Scale scores",
-        description="One row per questionnaire response and scale.",
-        columns=SCALE_COLUMNS,
-        rows=scale_rows,
-        order=50,
-        foreign_keys=FOREIGN,
-    )
-)
 
 
 # --- items (the instrument dictionary) ----------------------------------------------------------
@@ -301,15 +244,45 @@ def dictionary_rows(ctx: ExportContext) -> Iterator[Row]:
             )
 
 
-register_table(
-    TableSpec(
-        name="items",
-        title="Questionnaire items",
-        description="The instrument dictionary: every item of every questionnaire version "
-        "answered in this study, with its choices and whether its answers are released.",
-        columns=DICTIONARY_COLUMNS,
-        rows=dictionary_rows,
-        order=60,
-        primary_key=("instrument", "instrument_version", "item_id"),
+def register_tables() -> None:
+    """Register the questionnaire item, scale and dictionary tables (``StudyConfig.ready``)."""
+    register_table(
+        TableSpec(
+            name="questionnaireitems",
+            title="Questionnaire answers (long format)",
+            description="One row per answered item.",
+            columns=ITEM_COLUMNS,
+            rows=item_rows,
+            order=40,
+            foreign_keys=FOREIGN,
+            estimate=_estimate_items,
+            withheld=(
+                Withheld("Answer.value of short_text/long_text items", "free_text", "drop", "public: free text"),  # noqa: E501
+                Withheld("Answer.value of screening quasi-identifier items", "quasi", "generalize:participants", "public: released generalised in participants"),  # noqa: E501
+                Withheld("Answer.value of other screening items", "quasi", "drop", "public: not classified as safe to release"),  # noqa: E501
+            ),
+        )
+    )  # fmt: skip
+    register_table(
+        TableSpec(
+            name="scales",
+            title="Scale scores",
+            description="One row per questionnaire response and scale.",
+            columns=SCALE_COLUMNS,
+            rows=scale_rows,
+            order=50,
+            foreign_keys=FOREIGN,
+        )
     )
-)
+    register_table(
+        TableSpec(
+            name="items",
+            title="Questionnaire items",
+            description="The instrument dictionary: every item of every questionnaire version "
+            "answered in this study, with its choices and whether its answers are released.",
+            columns=DICTIONARY_COLUMNS,
+            rows=dictionary_rows,
+            order=60,
+            primary_key=("instrument", "instrument_version", "item_id"),
+        )
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Q
@@ -35,11 +36,11 @@ def _bounds(item: Item) -> tuple[float, float] | None:
     return None
 
 
-def scale_scores(response: Response) -> dict[str, float]:
-    """Mean of each scale's answered numeric items, e.g. ``{"nasa_tlx": 42.5}`` (raw TLX)."""
+def score_answers(answers: Iterable[tuple[Item, Any]]) -> dict[str, tuple[float, int]]:
+    """Scale -> (mean of its answered numeric items, how many) over (item, value) pairs;
+    ``:r`` items are reverse-scored within their range."""
     values: dict[str, list[float]] = defaultdict(list)
-    for answer in response.answers.select_related("item"):
-        item, value = answer.item, answer.value
+    for item, value in answers:
         if not item.scale or isinstance(value, bool) or not isinstance(value, int | float):
             continue
         name, _, flag = item.scale.partition(":")
@@ -47,7 +48,13 @@ def scale_scores(response: Response) -> dict[str, float]:
         if flag == "r" and bounds is not None:
             value = bounds[0] + bounds[1] - value
         values[name].append(float(value))
-    return {name: math.fsum(v) / len(v) for name, v in sorted(values.items())}
+    return {name: (math.fsum(v) / len(v), len(v)) for name, v in sorted(values.items())}
+
+
+def scale_scores(response: Response) -> dict[str, float]:
+    """Mean of each scale's answered numeric items, e.g. ``{"nasa_tlx": 42.5}`` (raw TLX)."""
+    answers = ((a.item, a.value) for a in response.answers.select_related("item"))
+    return {name: score for name, (score, _) in score_answers(answers).items()}
 
 
 # --- Tracks -------------------------------------------------------------------------------
