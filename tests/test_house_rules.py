@@ -28,7 +28,7 @@ from study.models import Participant, Study, Trial
 from study.questionnaires.services import submit_post_trial
 from study.trials.services import start_trial, submit_trial
 from tests.factories import ResearcherFactory
-from tests.study.journey import grading_queued, journey_study, logged_in
+from tests.study.helpers import grading_queued, journey_study, logged_in
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS = ("study", "ide_bridge", "evaluation")

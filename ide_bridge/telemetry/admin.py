@@ -13,9 +13,10 @@ from django.utils.html import format_html
 
 from ide_bridge.models import IntegrityFlag, TrialEvent
 from study.access import studies_for_researcher
+from study.readonly import ReadOnlyAdmin
 
 
-class _ReadOnlyTrialScopedAdmin(admin.ModelAdmin):
+class _ReadOnlyTrialScopedAdmin(ReadOnlyAdmin):
     list_select_related = ("trial__participant__user", "trial__arm")
     list_per_page = 200
 
@@ -25,15 +26,6 @@ class _ReadOnlyTrialScopedAdmin(admin.ModelAdmin):
             .get_queryset(request)
             .filter(trial__participant__study__in=studies_for_researcher(request.user))
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="replay")
     def replay_link(self, obj: TrialEvent | IntegrityFlag) -> str:

@@ -27,10 +27,11 @@ from study.audit import log as audit
 from study.audit.exports import CSV_COLUMNS, export_audit_log
 from study.audit.retention import record_retention_change
 from study.models import AuditEvent, RetentionPolicy, Withdrawal
+from study.readonly import ReadOnlyAdmin
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ("seq", "ts", "actor_type", "actor_ref", "action", "object_type", "object_id")
     list_filter = ("action", "actor_type", "object_type")
     search_fields = ("actor_ref", "object_id")
@@ -40,15 +41,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     fields = readonly_fields
     actions = ["export_csv"]
     change_list_template = "study/admin/audit_change_list.html"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_urls(self) -> list[Any]:
         custom = [
@@ -99,7 +91,7 @@ class AuditEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(Withdrawal)
-class WithdrawalAdmin(admin.ModelAdmin):
+class WithdrawalAdmin(ReadOnlyAdmin):
     list_display = ("study", "participant", "channel", "scope", "requested_at", "processed_by")
     list_filter = ("scope", "channel", "study")
     list_select_related = ("study", "participant__user")
@@ -117,15 +109,6 @@ class WithdrawalAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Withdrawal]:
         return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # withdrawals go through the participant action or the participant's button
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(RetentionPolicy)

@@ -25,6 +25,7 @@ from study.audit import retention
 from study.configuration import services
 from study.enrolment.admin import create_participants_view
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
+from study.readonly import ReadOnlyAdmin
 
 
 class TrackInline(admin.TabularInline):
@@ -179,12 +180,6 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConfigSnapshot)
-class ConfigSnapshotAdmin(admin.ModelAdmin):
+class ConfigSnapshotAdmin(ReadOnlyAdmin):
     list_display = ("study", "version", "sha256", "created_at")
     readonly_fields = ("study", "version", "sha256", "content", "created_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -32,6 +32,7 @@ from study.models import (
 from study.questionnaires.builder import is_frozen, item_problems, order_problems, version_problems
 from study.questionnaires.scoring import scale_scores
 from study.questionnaires.services import copy_version, publish_version
+from study.readonly import ReadOnlyAdmin
 
 
 # --- Questionnaires -----------------------------------------------------------------------
@@ -275,19 +276,6 @@ class ConsentFormAdmin(admin.ModelAdmin):
 
 
 # --- Read-only records --------------------------------------------------------------------
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Append-only research records: visible, never added, edited or deleted here."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(ConsentEvent)
 class ConsentEventAdmin(ReadOnlyAdmin):
     list_display = ("participant", "form", "decision", "typed_name_given", "decided_at")

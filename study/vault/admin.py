@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
 from study.access import studies_for_researcher
+from study.readonly import ReadOnlyAdmin
 from study.vault.models import VaultEntry, VaultRead
 from study.vault.services import CONTACT_FIELDS, VAULT_PERMISSION, read_vault
 
@@ -25,7 +26,7 @@ def _may_read(request: HttpRequest) -> bool:
     return request.user.is_active and request.user.has_perm(VAULT_PERMISSION)
 
 
-class _VaultOnlyAdmin(admin.ModelAdmin):
+class _VaultOnlyAdmin(ReadOnlyAdmin):
     """Read-only, and invisible without the vault permission."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -33,15 +34,6 @@ class _VaultOnlyAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return _may_read(request) and super().has_view_permission(request, obj)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class VaultReadForm(forms.Form):

@@ -23,7 +23,7 @@ from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Participant, Study, Trial
 from study.trials.services import start_trial
 from tests.study.factories_study import make_participant, make_study
-from tests.study.journey import journey_study, logged_in
+from tests.study.helpers import journey_study, logged_in
 
 TS0 = 1_760_000_000_000  # a client clock in ms
 TEMPLATE = "sde-binary-palindromes"

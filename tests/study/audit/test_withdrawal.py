@@ -32,7 +32,7 @@ from study.signals import participant_data_deleted
 from study.trials.services import save_draft, start_trial
 from study.vault.models import VaultEntry
 from study.vault.services import store_contact
-from tests.study.journey import JOURNEY_TEMPLATES, journey_study, logged_in
+from tests.study.helpers import JOURNEY_TEMPLATES, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db
 Stage = Participant.Stage

@@ -28,7 +28,7 @@ from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
 from tests.ide_bridge.test_providers import FakeOpenAI
-from tests.study.journey import journey_study, logged_in
+from tests.study.helpers import journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

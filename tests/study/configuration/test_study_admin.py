@@ -1,5 +1,5 @@
-"""Researchers configure studies in the admin: validation, snapshots, exclusion, track override,
-and no access to studies they are not on."""
+"""Researchers configure studies in the admin: validation before recruitment, snapshots, and no
+access to studies they are not on."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from study.configuration.snapshots import current_snapshot
 from study.configuration.validation import configuration_problems
 from study.demo.answers import answers_for
 from study.enrolment.services import give_consent, submit_screening
-from study.models import Participant, Study, TaskPoolEntry, Trial
+from study.models import Study, TaskPoolEntry
 from study.trials.services import start_trial
-from study.trials.tasks import close_overdue_trials
 from tests.factories import ResearcherFactory
-from tests.study.journey import journey_study, logged_in
+from tests.study.helpers import journey_study, logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -83,84 +82,6 @@ def test_trial_time_limit_comes_from_the_participants_snapshot() -> None:
     assert trial.deadline is not None
     assert trial.started_at is not None
     assert trial.deadline - trial.started_at == timedelta(minutes=60)
-
-
-def screened_participant(study: Study) -> Participant:
-    _, participant = logged_in(study)
-    consent = study.consent_form
-    assert consent is not None
-    give_consent(participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes})
-    participant.refresh_from_db()
-    assert study.screening is not None
-    submit_screening(participant, answers_for(study.screening, random.Random(5)))
-    participant.refresh_from_db()
-    return participant
-
-
-def test_beat_task_closes_trials_nobody_returns_to() -> None:
-    study = journey_study()
-    participant = screened_participant(study)
-    trial = participant.trials.order_by("period").first()
-    assert trial is not None
-    start_trial(trial, timezone.now() - timedelta(hours=2))
-    assert close_overdue_trials() == 1
-    trial.refresh_from_db()
-    assert trial.status == Trial.Status.EXPIRED
-    assert close_overdue_trials() == 0  # idempotent
-
-
-def test_exclusion_with_a_reason_releases_the_slot(admin_client: Client) -> None:
-    study = journey_study()
-    participant = screened_participant(study)
-    page = admin_client.post(
-        "/admin/study/participant/",
-        {
-            "action": "exclude_participants",
-            "_selected_action": [participant.pk],
-        },
-    )
-    assert "reason" in page.content.decode()
-    admin_client.post(
-        "/admin/study/participant/",
-        {
-            "action": "exclude_participants",
-            "_selected_action": [participant.pk],
-            "apply": "1",
-            "reason": "technical failure during session 1",
-        },
-    )
-    participant.refresh_from_db()
-    assert participant.stage == Participant.Stage.EXCLUDED
-    assert participant.exclusion_reason == "technical failure during session 1"
-    assert participant.assignment.released
-
-
-def test_researcher_overrides_the_track_before_screening(admin_client: Client) -> None:
-    study = journey_study()
-    _, participant = logged_in(study)
-    mle = study.tracks.get(code="MLE")
-    admin_client.post(
-        "/admin/study/participant/",
-        {
-            "action": "override_track",
-            "_selected_action": [participant.pk],
-            "apply": "1",
-            "track": mle.pk,
-        },
-    )
-    participant.refresh_from_db()
-    assert participant.track == mle
-    assert participant.track_overridden
-    consent = study.consent_form
-    assert consent is not None
-    give_consent(participant, agree=True, checkboxes={b["id"]: True for b in consent.checkboxes})
-    participant.refresh_from_db()
-    assert study.screening is not None
-    submit_screening(
-        participant, answers_for(study.screening, random.Random(2), track_preference="SDE")
-    )
-    participant.refresh_from_db()
-    assert participant.track == mle  # the override wins over the screening answer
 
 
 def test_researchers_only_see_their_own_studies() -> None:

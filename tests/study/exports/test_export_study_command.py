@@ -19,7 +19,7 @@ from django.core.management.base import CommandError
 from study.demo.answers import answers_for
 from study.enrolment.services import give_consent, submit_screening
 from study.models import AuditEvent, Study, TaskPoolEntry
-from tests.study.journey import JOURNEY_TEMPLATES, journey_study, logged_in
+from tests.study.helpers import JOURNEY_TEMPLATES, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from study.models import Participant
-from tests.study.journey import grading_queued
+from tests.study.helpers import grading_queued
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

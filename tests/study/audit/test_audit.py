@@ -27,7 +27,7 @@ from study.models.audit import GENESIS_HASH, AuditImmutableError
 from study.vault.services import read_vault, store_contact
 from tests.factories import ResearcherFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.journey import journey_study
+from tests.study.helpers import journey_study
 
 pytestmark = pytest.mark.django_db
 TABLE = "study_auditevent"

@@ -1,7 +1,9 @@
-"""Helpers for participant-journey tests: a study on real bank templates and a logged-in client."""
+"""Helpers for participant-journey tests: a study on real bank templates, a logged-in client
+and a participant brought as far as their assigned plan."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,7 +11,9 @@ from typing import Any
 from django.test import Client
 
 from config.celery_app import app as celery_app
+from study.demo.answers import answers_for
 from study.enrolment.accounts import create_participants
+from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Study
 from study.questionnaires.instruments import attach_default_instruments
 from tests.factories import ResearcherFactory
@@ -41,6 +45,33 @@ def logged_in(study: Study) -> tuple[Client, Participant]:
     response = client.post(account.login_path)
     assert response.status_code == 302
     return client, account.participant
+
+
+def assigned(
+    study: Study,
+    client: Client | None = None,
+    *,
+    seed: int = 3,
+    track_preference: str | None = None,
+) -> tuple[Client, Participant]:
+    """A participant who followed their link, consented (typing a name where the form asks
+    for one) and answered the screening: stage ASSIGNED, with their trials created."""
+    logged_client, participant = logged_in(study)
+    form = study.consent_form
+    assert form is not None
+    assert study.screening is not None
+    give_consent(
+        participant,
+        agree=True,
+        checkboxes={box["id"]: True for box in form.checkboxes},
+        typed_name="Test Participant",
+    )
+    participant.refresh_from_db()
+    answers = answers_for(study.screening, random.Random(seed), track_preference=track_preference)
+    submit_screening(participant, answers)
+    participant.refresh_from_db()
+    assert participant.stage == Participant.Stage.ASSIGNED
+    return client or logged_client, participant
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from study.exports.pseudonyms import Pseudonymiser, default_scope, export_key
 from study.models import LoginLink, Participant, Study, Trial
 from study.vault import crypto
 from study.vault.models import VaultEntry
-from tests.study.journey import grading_queued
+from tests.study.helpers import grading_queued
 
 CODE_MARKER = "def leaked_solution_marker():"
 OUTPUT_MARKER = "RUN-OUTPUT-MARKER-7781"

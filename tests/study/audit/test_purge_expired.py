@@ -21,7 +21,7 @@ from study.signals import telemetry_purge_requested
 from study.vault.models import VaultEntry
 from study.vault.services import store_contact
 from tests.study.factories_study import make_participant, make_study
-from tests.study.journey import JOURNEY_TEMPLATES
+from tests.study.helpers import JOURNEY_TEMPLATES
 
 pytestmark = pytest.mark.django_db
 

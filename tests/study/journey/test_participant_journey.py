@@ -16,7 +16,7 @@ from study.journey.routing import trial_url
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
 from study.trials.tasks import close_overdue_trials
-from tests.study.journey import grading_queued, journey_study, logged_in
+from tests.study.helpers import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

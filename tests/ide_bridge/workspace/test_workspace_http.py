@@ -30,7 +30,7 @@ from study.enrolment.accounts import issue_login_link
 from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Participant, Study, Trial
 from study.trials.services import MAX_DRAFT_BYTES, save_draft
-from tests.study.journey import grading_queued, journey_study, logged_in
+from tests.study.helpers import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

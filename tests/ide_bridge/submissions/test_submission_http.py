@@ -36,7 +36,7 @@ from study.demo.answers import answers_for
 from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Trial
 from study.trials.services import start_trial
-from tests.study.journey import grading_queued, journey_study, logged_in
+from tests.study.helpers import grading_queued, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,7 +25,7 @@ from study.enrolment.accounts import create_participants
 from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
-from tests.study.journey import grading_queued, journey_study
+from tests.study.helpers import grading_queued, journey_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from study.models import Participant
 from study.questionnaires.services import submit_post_trial
 from study.trials.services import start_trial, submit_trial
 from tests.factories import ResearcherFactory
-from tests.study.journey import grading_queued, journey_study
+from tests.study.helpers import grading_queued, journey_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

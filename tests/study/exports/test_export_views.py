@@ -17,7 +17,7 @@ from django.urls import reverse
 from study.exports.services import run_export
 from study.models import AuditEvent, ExportJob, Study
 from tests.factories import ResearcherFactory, UserFactory
-from tests.study.journey import journey_study
+from tests.study.helpers import journey_study
 
 pytestmark = pytest.mark.django_db
 
