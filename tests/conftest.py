@@ -8,12 +8,15 @@ Environment switches:
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 
 from tests.factories import ResearcherFactory, UserFactory
 
@@ -73,6 +76,25 @@ def require_redis() -> str:
             pytest.fail("REDIS_URL is required (REQUIRE_SERVICES=1)")
         pytest.skip("REDIS_URL is not set")
     return url
+
+
+# --- Shared state between tests ----------------------------------------------------------
+@pytest.fixture
+def fresh_cache() -> None:
+    """Login and recruitment links are rate-limited per address in the cache, and many tests
+    sign someone in from the same address: those tests start with an empty cache."""
+    cache.clear()
+
+
+@pytest.fixture
+def repeatable_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New participants draw their plan and task seeds from a short cycle, so rendered task
+    instances come from ``get_instance``'s cache instead of being generated again (seconds
+    each). Only speed depends on it."""
+    seeds = itertools.cycle(range(1001, 1006))
+    monkeypatch.setattr(
+        "study.assignment.services.secrets", SimpleNamespace(randbelow=lambda n: next(seeds))
+    )
 
 
 # --- Personas -----------------------------------------------------------------------------

@@ -7,7 +7,6 @@ directly around one cached task instance, for the many tests that only need an a
 
 from __future__ import annotations
 
-import random
 from functools import cache
 from typing import Any
 
@@ -18,29 +17,14 @@ from django.utils import timezone
 from config.asgi import application
 from evaluation.instances import Instance, get_instance
 from evaluation.services import record_instance
-from study.demo.answers import answers_for
-from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Participant, Study, Trial
 from study.trials.services import start_trial
 from tests.study.factories_study import make_participant, make_study
-from tests.study.helpers import journey_study, logged_in
+from tests.study.helpers import assigned, journey_study
 
 TS0 = 1_760_000_000_000  # a client clock in ms
 TEMPLATE = "sde-binary-palindromes"
 SEED = 1
-
-
-def assigned(study: Study) -> tuple[Client, Participant]:
-    """A logged-in participant who consented and was screened (their plan is assigned)."""
-    client, participant = logged_in(study)
-    form = study.consent_form
-    assert form is not None
-    assert study.screening is not None
-    give_consent(participant, agree=True, checkboxes={box["id"]: True for box in form.checkboxes})
-    participant.refresh_from_db()
-    submit_screening(participant, answers_for(study.screening, random.Random(5)))
-    participant.refresh_from_db()
-    return client, participant
 
 
 def journey_trial(*, ai_mode: str | None = None) -> tuple[Client, Participant, Trial]:
@@ -48,7 +32,7 @@ def journey_trial(*, ai_mode: str | None = None) -> tuple[Client, Participant, T
     study = journey_study()
     if ai_mode is not None:
         Arm.objects.filter(study=study).update(ai_mode=ai_mode)  # before the snapshot freezes
-    client, participant = assigned(study)
+    client, participant = assigned(study, seed=5)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     trial = start_trial(trial, timezone.now())

@@ -4,17 +4,13 @@ the server, recorded as an AIRequest, and capped in tokens."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-import random
 from collections.abc import Iterator
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.core.cache import cache
 from django.test import AsyncRequestFactory, Client
 from django.test.client import Client as ClientType
 from django.utils import timezone
@@ -22,43 +18,20 @@ from django.utils import timezone
 from ide_bridge.ai import gateway
 from ide_bridge.ai import views as views_ai
 from ide_bridge.models import AIRequest, IntegrityFlag
-from study.assignment import services as assignment
-from study.demo.answers import answers_for
-from study.enrolment.services import give_consent, submit_screening
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
-from tests.ide_bridge.test_providers import FakeOpenAI
-from tests.study.helpers import journey_study, logged_in
+from tests.ide_bridge.ai.test_providers import FakeOpenAI
+from tests.study.helpers import assigned, journey_study
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache() -> None:
-    """Personal-link logins are rate-limited per address in the cache; every test starts clean."""
-    cache.clear()
-
-
-@pytest.fixture(autouse=True)
-def repeatable_instances(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same seeds for every participant, so ``get_instance``'s cache renders each task
-    once per run instead of four renders (seconds each) per test. Only speed depends on it."""
-    seeds = itertools.cycle(range(1001, 1006))
-    fake = SimpleNamespace(randbelow=lambda n: next(seeds))
-    monkeypatch.setattr(assignment, "secrets", fake)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("fresh_cache", "repeatable_seeds"),
+]
 
 
 def screened(study: Study) -> tuple[Client, Participant]:
     """A participant who consented (freezing the arms) and was assigned trials."""
-    client, participant = logged_in(study)
-    form = study.consent_form
-    assert form is not None
-    assert study.screening is not None
-    ticks = {box["id"]: True for box in form.checkboxes}
-    give_consent(participant, agree=True, checkboxes=ticks, typed_name="A. Person")
-    submit_screening(participant, answers_for(study.screening, random.Random(1)))
-    participant.refresh_from_db()
-    return client, participant
+    return assigned(study, seed=1)
 
 
 def open_trial(condition: str = "B", **arm: Any) -> tuple[Client, Trial, Study]:

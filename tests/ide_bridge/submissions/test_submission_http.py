@@ -6,20 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import os
-import random
 import shutil
 import subprocess
 import tarfile
 import zipfile
 from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -31,48 +27,20 @@ from ide_bridge.models import WorkspaceUpload
 from ide_bridge.submissions.archives import MAX_ARCHIVE_BYTES
 from ide_bridge.submissions.submit_script import render_submit_script
 from ide_bridge.telemetry.services import issue_trial_token
-from study.assignment import services as assignment
-from study.demo.answers import answers_for
-from study.enrolment.services import give_consent, submit_screening
-from study.models import Participant, Trial
+from study.models import Trial
 from study.trials.services import start_trial
-from tests.study.helpers import grading_queued, journey_study, logged_in
+from tests.study.helpers import assigned, grading_queued, journey_study
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("fresh_cache", "repeatable_seeds"),
+]
 
 
 # --- Helpers ----------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def fresh_cache() -> None:
-    """Login links are rate limited per address in the cache; every test logs someone in."""
-    cache.clear()
-
-
-@pytest.fixture(autouse=True)
-def repeatable_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test's participant gets the same task seeds, so the rendered instances come from
-    ``get_instance``'s cache instead of being generated again (seconds per test)."""
-    numbers = itertools.count(1001)
-    monkeypatch.setattr(assignment, "secrets", SimpleNamespace(randbelow=lambda n: next(numbers)))
-
-
 def assigned_trial() -> Trial:
     """The first trial of a participant who consented and was screened (not started yet)."""
-    study = journey_study()
-    _, participant = logged_in(study)
-    form, screening = study.consent_form, study.screening
-    assert form is not None
-    assert screening is not None
-    give_consent(
-        participant,
-        agree=True,
-        checkboxes={box["id"]: True for box in form.checkboxes},
-        typed_name="Test Participant",
-    )
-    participant.refresh_from_db()
-    submit_screening(participant, answers_for(screening, random.Random(5)))
-    participant.refresh_from_db()
-    assert participant.stage == Participant.Stage.ASSIGNED
+    _, participant = assigned(journey_study(), seed=5)
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     return trial

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
@@ -34,6 +33,8 @@ from study.models import LoginLink, Participant, Study, User
 from study.vault.services import store_contact
 from tests.factories import ResearcherFactory, UserFactory
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 USERNAME = re.compile(r"^p-[a-z]+-[a-z]+-\d{3}$")
 
 
@@ -53,11 +54,6 @@ def database_text() -> str:
 
 def signed_in_user_id(client: Client) -> str | None:
     return client.session.get("_auth_user_id")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limit() -> None:
-    cache.clear()
 
 
 @pytest.fixture

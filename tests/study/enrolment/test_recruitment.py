@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
@@ -14,6 +13,8 @@ from study.enrolment import accounts
 from study.enrolment.accounts import JoinRefused, join_via_recruitment
 from study.models import Participant, Study, User
 from study.vault.services import read_vault
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 PID = "5f1e0c0ffee1234567890abc"
 
@@ -30,11 +31,6 @@ def database_text() -> str:
                         value = bytes(value).decode("latin-1")
                     chunks.append(str(value))
     return "\n".join(chunks)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limit() -> None:
-    cache.clear()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from study.models import Participant, Study, Trial
 from study.results import consumers
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.test_reports import add_trial, researcher_client
+from tests.study.results.test_reports import add_trial, researcher_client
 
 pytestmark = pytest.mark.django_db
 
