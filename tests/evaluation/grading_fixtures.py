@@ -1,5 +1,5 @@
 """Shared, expensive fixtures for grading tests: a real bubblewrap sandbox and one calibration
-per template, measured once per test session (no database needed)."""
+per template, measured once per test session, and a way to store it for the services."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from evaluation.calibration import CalibrationResult, calibrate
+from evaluation.calibration import CalibrationResult, calibrate, perf_fingerprint
 from evaluation.grading import CanaryDrift, grade
 from evaluation.instances import get_instance
+from evaluation.models import Calibration
 from evaluation.sandbox import get_sandbox
 from evaluation.sandbox.base import Sandbox, SandboxUnavailable
+from evaluation.services import record_template
 from evaluation.spec import Instance
 
 CHEAP_TEMPLATE = "sde-binary-palindromes"
@@ -71,3 +73,20 @@ def grade_like_the_service(instance: Instance, source: bytes, **kwargs: Any) -> 
 
 def instance(slug: str = CHEAP_TEMPLATE, seed: int = 1) -> Instance:
     return get_instance(slug, seed)
+
+
+def store_calibration() -> Calibration:
+    """Store the session's calibration of the cheap template (needs the database), so the
+    services reuse it instead of measuring again."""
+    sandbox = sandbox_or_skip()
+    inst = instance()
+    result = calibration_for(inst.template.slug)
+    return Calibration.objects.create(
+        template=record_template(inst.template),
+        perf_fingerprint=perf_fingerprint(inst),
+        host_fingerprint=sandbox.fingerprint(),
+        backend=sandbox.name,
+        status=Calibration.Status.VALID,
+        message=result.message,
+        data=result.to_json(),
+    )

@@ -11,10 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.calibration import perf_fingerprint
-from evaluation.models import Calibration
-from evaluation.services import record_template
-from tests.evaluation.grading_fixtures import calibration_for, instance, sandbox_or_skip
+from tests.evaluation.grading_fixtures import instance, store_calibration
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db
@@ -22,18 +19,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def stored_calibration() -> None:
-    sandbox = sandbox_or_skip()
-    inst = instance()
-    result = calibration_for(inst.template.slug)
-    Calibration.objects.create(
-        template=record_template(inst.template),
-        perf_fingerprint=perf_fingerprint(inst),
-        host_fingerprint=sandbox.fingerprint(),
-        backend=sandbox.name,
-        status=Calibration.Status.VALID,
-        message=result.message,
-        data=result.to_json(),
-    )
+    store_calibration()
 
 
 def test_evaluate_prints_a_json_report_and_exits_0_for_a_failing_solution(

@@ -7,29 +7,16 @@ from typing import Any
 import pytest
 
 from evaluation import services, signals
-from evaluation.calibration import perf_fingerprint
 from evaluation.models import Calibration, Evaluation
 from evaluation.tasks import grade_submission
-from tests.evaluation.grading_fixtures import calibration_for, instance, sandbox_or_skip
+from tests.evaluation.grading_fixtures import instance, store_calibration
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def stored_calibration() -> Calibration:
-    """Store the session's calibration so services reuse it instead of measuring again."""
-    sandbox = sandbox_or_skip()
-    inst = instance()
-    result = calibration_for(inst.template.slug)
-    return Calibration.objects.create(
-        template=services.record_template(inst.template),
-        perf_fingerprint=perf_fingerprint(inst),
-        host_fingerprint=sandbox.fingerprint(),
-        backend=sandbox.name,
-        status=Calibration.Status.VALID,
-        message=result.message,
-        data=result.to_json(),
-    )
+    return store_calibration()
 
 
 def test_submission_is_graded_once_with_progress(stored_calibration: Calibration) -> None:

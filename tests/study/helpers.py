@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.db import connection
 from django.test import Client
 
 from config.celery_app import app as celery_app
@@ -93,3 +94,17 @@ def _reset_pool() -> None:
     per connection in its own registry, so nothing is closed here)."""
     celery_app._pool = None  # type: ignore[attr-defined]
     celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+def database_text() -> str:
+    """Every value of every table, as text: what a database dump would reveal."""
+    chunks: list[str] = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")  # noqa: S608
+            for row in cursor.fetchall():
+                for value in row:
+                    if isinstance(value, bytes | memoryview):
+                        value = bytes(value).decode("latin-1")
+                    chunks.append(str(value))
+    return "\n".join(chunks)

@@ -32,24 +32,11 @@ from study.enrolment.admin import create_participants_view
 from study.models import LoginLink, Participant, Study, User
 from study.vault.services import store_contact
 from tests.factories import ResearcherFactory, UserFactory
+from tests.study.helpers import database_text
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 USERNAME = re.compile(r"^p-[a-z]+-[a-z]+-\d{3}$")
-
-
-def database_text() -> str:
-    """Every value of every table, as text: what a database dump would reveal."""
-    chunks: list[str] = []
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names(cursor):
-            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")  # noqa: S608
-            for row in cursor.fetchall():
-                for value in row:
-                    if isinstance(value, bytes | memoryview):
-                        value = bytes(value).decode("latin-1")
-                    chunks.append(str(value))
-    return "\n".join(chunks)
 
 
 def signed_in_user_id(client: Client) -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -13,24 +12,11 @@ from study.enrolment import accounts
 from study.enrolment.accounts import JoinRefused, join_via_recruitment
 from study.models import Participant, Study, User
 from study.vault.services import read_vault
+from tests.study.helpers import database_text
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 PID = "5f1e0c0ffee1234567890abc"
-
-
-def database_text() -> str:
-    """Every value of every table, as text: what a database dump would reveal."""
-    chunks: list[str] = []
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names(cursor):
-            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")  # noqa: S608
-            for row in cursor.fetchall():
-                for value in row:
-                    if isinstance(value, bytes | memoryview):
-                        value = bytes(value).decode("latin-1")
-                    chunks.append(str(value))
-    return "\n".join(chunks)
 
 
 @pytest.fixture
