@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -73,8 +74,15 @@ def current_snapshot(study: Study) -> ConfigSnapshot:
     )
 
 
-def frozen_arm(content: dict[str, Any] | None, arm: Arm) -> dict[str, Any]:
-    """An arm's settings as a snapshot's ``content`` froze them; the arm's current settings
-    for what the snapshot does not have (no snapshot yet, or a field added later)."""
-    frozen = ((content or {}).get("arms") or {}).get(arm.condition) or {}
-    return {**{name: getattr(arm, name) for name in ARM_FIELDS}, **frozen}
+def arm_settings(
+    content: Mapping[str, Any] | None, condition: str, current: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The settings of arm ``condition`` as a snapshot's ``content`` froze them; ``current``
+    (the arm's settings now) for what the snapshot does not have (no snapshot yet, or a field
+    added later). The one place that reads frozen arms."""
+    frozen = ((content or {}).get("arms") or {}).get(condition) or {}
+    return {**current, **frozen}
+
+
+def frozen_arm(content: Mapping[str, Any] | None, arm: Arm) -> dict[str, Any]:
+    return arm_settings(content, arm.condition, {name: getattr(arm, name) for name in ARM_FIELDS})

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from study.configuration.snapshots import frozen_arm
 from study.exports import kanon
 from study.exports.pseudonyms import Pseudonymiser
 from study.exports.registry import ExportContext, ParticipantRef, Profile, TrialRef
@@ -75,11 +76,6 @@ def _screening_values(pks: list[int]) -> dict[int, dict[str, str]]:
     for pk, key, value in rows:
         values[pk][by_item[key]] = value if isinstance(value, str) else kanon.MISSING
     return values
-
-
-def _arm(snapshot: dict[str, Any] | None, condition: str, fallback: dict[str, Any]) -> dict:
-    frozen = ((snapshot or {}).get("arms") or {}).get(condition)
-    return {**fallback, **frozen} if frozen else fallback
 
 
 def select(study: Study, profile: Profile, pseudonymise: Pseudonymiser) -> Selection:
@@ -159,12 +155,7 @@ def select(study: Study, profile: Profile, pseudonymise: Pseudonymiser) -> Selec
     snapshots = {p.pk: (p.snapshot.content if p.snapshot else None) for p in chosen}
     trial_refs = []
     for t in trials:
-        fallback = {
-            "ai_mode": t.arm.ai_mode,
-            "ide": t.arm.ide,
-            "time_limit_min": t.arm.time_limit_min,
-        }
-        arm = _arm(snapshots[t.participant_id], t.arm.condition, fallback)
+        arm = frozen_arm(snapshots[t.participant_id], t.arm)
         trial_refs.append(
             TrialRef(
                 pk=t.pk,

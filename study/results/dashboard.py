@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 
+from study.configuration.snapshots import arm_settings
 from study.metrics import trial_metrics
 from study.models import Answer, ConfigSnapshot, Item, Participant, Study, Trial
 from study.questionnaires.forms import LIKERT_POINTS
@@ -126,17 +127,17 @@ def trial_table(study: Study) -> list[Row]:
             "evaluation__report__completion_time_s",
         )
     )
-    arms = {
-        pk: content.get("arms", {})
-        for pk, content in ConfigSnapshot.objects.filter(study=study).values_list("pk", "content")
-    }
+    snapshots = dict(ConfigSnapshot.objects.filter(study=study).values_list("pk", "content"))
     metrics = trial_metrics(t["pk"] for t in trials)
     scales = _scale_scores(study)
     rows = []
     for t in trials:
-        frozen = arms.get(t["participant__snapshot_id"], {}).get(t["arm__condition"], {})
-        ai_mode = frozen.get("ai_mode", t["arm__ai_mode"])
-        rows.append(_row(t, frozen.get("name", t["arm__name"]), ai_mode, metrics, scales))
+        arm = arm_settings(
+            snapshots.get(t["participant__snapshot_id"]),
+            t["arm__condition"],
+            {"name": t["arm__name"], "ai_mode": t["arm__ai_mode"]},
+        )
+        rows.append(_row(t, arm["name"], arm["ai_mode"], metrics, scales))
     return rows
 
 

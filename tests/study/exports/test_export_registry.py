@@ -31,7 +31,7 @@ from study.exports.registry import (
     unregister_table,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def no_rows(ctx: ExportContext) -> Iterator[tuple[Any, ...]]:

@@ -22,7 +22,7 @@ from study.models import AuditEvent, Study, TaskPoolEntry
 from tests.study.helpers import JOURNEY_TEMPLATES, journey_study, logged_in
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from study.vault.services import (
     store_contact,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EMAIL = "ada.lovelace@example.org"
 
 
