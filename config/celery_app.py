@@ -38,6 +38,7 @@ SANDBOX_RECHECK_S = 600
 def _sandbox_report() -> dict[str, Any]:
     """The grading sandbox as this worker sees it (it is the process that runs solutions)."""
     try:
+        # Imported here: this module loads (config/__init__.py) before Django's settings are.
         from evaluation.health import sandbox_status
 
         return sandbox_status()

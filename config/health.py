@@ -24,6 +24,7 @@ from django.views.decorators.cache import never_cache
 
 from config.celery_app import HEARTBEAT_KEY_PREFIX
 from config.celery_app import app as celery_app
+from evaluation.health import sandbox_status
 
 Check = dict[str, Any]
 
@@ -88,8 +89,6 @@ def check_sandbox() -> Check:
         return {**beat["sandbox"], "checked_by": hostname}
     cached = cache.get(LOCAL_SANDBOX_KEY)
     if cached is None:
-        from evaluation.health import sandbox_status
-
         cached = sandbox_status()
         cache.set(LOCAL_SANDBOX_KEY, cached, timeout=60)
     return {**cached, "checked_by": "web"}

@@ -6,10 +6,10 @@ from typing import Any
 
 from django.conf import settings
 
+from evaluation.sandbox import get_sandbox
+
 
 def sandbox_status() -> dict[str, Any]:
-    from evaluation.sandbox import get_sandbox
-
     backend = getattr(settings, "EVALUATION_SANDBOX_BACKEND", "bwrap")
     try:
         sandbox = get_sandbox()

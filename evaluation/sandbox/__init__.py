@@ -56,6 +56,7 @@ def get_sandbox(name: str | None = None) -> Sandbox:
     for an unknown name or a forbidden choice. Never falls back to another backend.
     """
     chosen = name if name is not None else _configured_backend()
+    # Each backend is imported when chosen: the docker one needs the optional docker SDK.
     if chosen == "bwrap":
         from evaluation.sandbox.bwrap import LocalBwrapBackend
 

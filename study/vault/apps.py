@@ -5,6 +5,8 @@ from typing import Any
 from django.apps import AppConfig
 from django.core import checks
 
+from study.vault.crypto import VaultKeyError, multi_fernet
+
 
 class VaultConfig(AppConfig):
     name = "study.vault"
@@ -17,8 +19,6 @@ class VaultConfig(AppConfig):
 
 
 def _check_vault_keys(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    from study.vault.crypto import VaultKeyError, multi_fernet
-
     try:
         multi_fernet()
     except VaultKeyError as exc:

@@ -66,3 +66,42 @@ def make_version(
 
 def opts(*values: str) -> list[dict[str, str]]:
     return [{"value": v, "label": v.title()} for v in values]
+
+
+# Item specifications shared by the questionnaire tests.
+ALL_TYPES: list[dict[str, Any]] = [
+    {"key": "colour", "type": "single", "choices": opts("red", "blue")},
+    {"key": "langs", "type": "multiple", "choices": opts("python", "go", "rust")},
+    {"key": "agree5", "type": "likert5"},
+    {"key": "agree7", "type": "likert7", "choices": [{"low": "Never", "high": "Always"}]},
+    {"key": "hours", "type": "number", "min_value": 0, "max_value": 100},
+    {"key": "nick", "type": "short_text"},
+    {"key": "story", "type": "long_text", "required": False},
+]
+VALID = {
+    "colour": "red",
+    "langs": ["python", "go"],
+    "agree5": "4",
+    "agree7": "7",
+    "hours": "12.5",
+    "nick": "fox",
+    "story": "",
+}
+
+
+CONDITIONAL: list[dict[str, Any]] = [
+    {"key": "uses_ai", "type": "single", "choices": opts("yes", "no")},
+    {
+        "key": "ai_tools",
+        "type": "multiple",
+        "choices": opts("chat", "inline"),
+        "show_if": {"item": "uses_ai", "in": ["yes"]},
+    },
+    {
+        "key": "chat_hours",
+        "type": "number",
+        "min_value": 0,
+        "max_value": 10,
+        "show_if": {"item": "ai_tools", "in": ["chat"]},
+    },
+]
