@@ -21,7 +21,7 @@ from evaluation.instantiate import (
     instantiate,
     write_instance,
 )
-from tests.evaluation.test_bank import (
+from tests.evaluation.bank_helpers import (
     MINIMAL_FILES,
     MINIMAL_TOML,
     SEEDS,
