@@ -71,8 +71,13 @@ def touch(participant_id: int, now: datetime) -> None:
 
 
 def lock_participant(participant: Participant) -> Participant:
-    """The participant's row, locked for the rest of the transaction (on PostgreSQL)."""
-    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+    """The participant's row, locked for the rest of the transaction (on PostgreSQL); the study
+    is read along but not locked, so participants of one study never wait for each other."""
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .get(pk=participant.pk)
+    )
 
 
 @transaction.atomic

@@ -39,8 +39,10 @@ def trial_time_limit(trial: Trial) -> timedelta:
 
 
 def _locked(trial: Trial) -> Trial:
+    """The trial's row, locked for the rest of the transaction (only that row: the study and
+    snapshot are read along, and the snapshot join is an outer one PostgreSQL cannot lock)."""
     return (
-        Trial.objects.select_for_update()
+        Trial.objects.select_for_update(of=("self",))
         .select_related("participant__study", "participant__snapshot", "arm")
         .get(pk=trial.pk)
     )
