@@ -43,8 +43,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from study.trials.services import start_trial
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
@@ -156,6 +154,7 @@ def make_editors(n: int) -> Editors:
     from evaluation.instances import get_instance
     from evaluation.services import record_instance
     from study.models import Arm, Trial, User
+    from study.trials.services import start_trial
     from tests.study.factories_study import make_participant, make_study
 
     slug = "sde-binary-palindromes"
