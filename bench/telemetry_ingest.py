@@ -6,7 +6,7 @@ Starts a real daphne server on 127.0.0.1 with the embedded defaults (config.sett
 DJANGO_DEBUG=0, no Redis: in-memory channel layer, the web process serves WebSockets) against a
 fresh PostgreSQL database ``bench_telemetry`` (dropped and re-created with dropdb/createdb;
 ``BENCH_PG`` overrides postgres://postgres@127.0.0.1:5432), and drives ``TelemetryConsumer``
-with a minimal asyncio WebSocket client (RFC 6455, masked text frames) in this process:
+with the ``websockets`` asyncio client (a dev dependency) in this process:
 
 1. latency: ``--editors`` editors x 10 events/s for ``--seconds``, flushing like
    static/js/telemetry.js (one batch a second; the editors' phases spread); send-to-ack
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import json
 import os
@@ -43,7 +42,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from study.trials.services import start_trial
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.typing import Origin
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,30 +63,32 @@ class Closed(Exception):
 
 
 class WebSocket:
-    """Just enough RFC 6455 for this benchmark: text frames out (masked), frames in."""
+    """One editor's telemetry socket: the ``websockets`` client plus the seq acked for hello.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer, self.acked = reader, writer, 0
+    The library does the protocol (handshake, masking, control frames); this wrapper only turns
+    its ConnectionClosed into ``Closed`` and can drop the TCP connection without a close frame.
+    """
+
+    def __init__(self, conn: ClientConnection, acked: int) -> None:
+        self.conn, self.acked = conn, acked
 
     @classmethod
     async def connect(cls, port: int, trial_id: int, cookie: str) -> WebSocket:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            f"GET /ws/trials/{trial_id}/events/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-            "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nOrigin: http://127.0.0.1:{port}\r\n"
-            f"Cookie: sessionid={cookie}\r\n\r\n".encode()
-        )
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
-        except (asyncio.IncompleteReadError, ConnectionError) as exc:
-            writer.transport.abort()
+            conn = await connect(
+                f"ws://127.0.0.1:{port}/ws/trials/{trial_id}/events/",
+                origin=Origin(f"http://127.0.0.1:{port}"),
+                additional_headers={"Cookie": f"sessionid={cookie}"},
+                compression=None,  # daphne accepts no permessage-deflate anyway
+                ping_interval=None,  # answer the server's pings, send none
+                open_timeout=30,
+                proxy=None,  # loopback only, whatever the environment says
+            )
+        except InvalidStatus as exc:
+            raise Closed(f"HTTP {exc.response.status_code}") from exc
+        except InvalidHandshake as exc:  # the TCP connect's OSError goes to the caller
             raise Closed("handshake failed") from exc
-        if not head.startswith(b"HTTP/1.1 101"):
-            writer.transport.abort()
-            raise Closed(head.split(b"\r\n")[0].decode())
-        ws = cls(reader, writer)
+        ws = cls(conn, 0)
         await ws.send('{"type":"hello"}')
         ack = json.loads(await ws.recv())
         if ack.get("type") != "ack":
@@ -93,48 +96,25 @@ class WebSocket:
         ws.acked = ack["seq"]
         return ws
 
-    async def _frame(self, opcode: int, payload: bytes) -> None:
-        n, key = len(payload), os.urandom(4)
-        if n < 126:
-            size = bytes([0x80 | n])
-        elif n < 65536:
-            size = bytes([0x80 | 126]) + n.to_bytes(2, "big")
-        else:
-            size = bytes([0x80 | 127]) + n.to_bytes(8, "big")
-        mask = (key * (n // 4 + 1))[:n]
-        masked = (int.from_bytes(payload, "little") ^ int.from_bytes(mask, "little")).to_bytes(
-            n, "little"
-        )
-        self.writer.write(bytes([0x80 | opcode]) + size + key + masked)
-        await self.writer.drain()
-
     async def send(self, text: str) -> None:
-        await self._frame(0x1, text.encode())
+        try:
+            await self.conn.send(text)
+        except ConnectionClosed as exc:
+            raise Closed(f"closed {exc.rcvd.code if exc.rcvd else None}") from exc
 
     async def recv(self) -> str:
-        while True:
-            try:
-                b0, b1 = await self.reader.readexactly(2)
-                n = b1 & 0x7F
-                if n >= 126:
-                    n = int.from_bytes(await self.reader.readexactly(2 if n == 126 else 8), "big")
-                data = await self.reader.readexactly(n)  # server frames are not masked
-            except (asyncio.IncompleteReadError, ConnectionError) as exc:
-                raise Closed("connection lost") from exc
-            if b0 & 0x0F == 0x8:
-                raise Closed(f"closed {int.from_bytes(data[:2], 'big') if data else None}")
-            if b0 & 0x0F == 0x9:
-                await self._frame(0xA, data)
-            elif b0 & 0x0F == 0x1:
-                return data.decode()
+        try:
+            message = await self.conn.recv()
+        except ConnectionClosed as exc:
+            raise Closed(f"closed {exc.rcvd.code if exc.rcvd else None}") from exc
+        return message if isinstance(message, str) else message.decode()
 
     async def close(self) -> None:
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self._frame(0x8, (1000).to_bytes(2, "big"))
-        self.abort()
+        await self.conn.close()
 
     def abort(self) -> None:
-        self.writer.transport.abort()
+        """Drop the TCP connection at once, as a lost network would (no close frame)."""
+        self.conn.transport.abort()
 
 
 # --- Set-up -----------------------------------------------------------------------------------
@@ -156,6 +136,7 @@ def make_editors(n: int) -> Editors:
     from evaluation.instances import get_instance
     from evaluation.services import record_instance
     from study.models import Arm, Trial, User
+    from study.trials.services import start_trial
     from tests.study.factories_study import make_participant, make_study
 
     slug = "sde-binary-palindromes"

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.browser
+# A timeout here ends the run (thread method): SIGALRM inside Playwright's sync API leaves
+# the main thread's event loop broken, and every later test would fail with it.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(method="thread")]
 
 
 def test_home_page_renders_with_local_assets(live_server: Any, page: Any) -> None:

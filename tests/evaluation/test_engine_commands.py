@@ -22,6 +22,7 @@ def stored_calibration() -> None:
     store_calibration()
 
 
+@pytest.mark.timeout(180)  # the first test here calibrates the template in its setup (~20 s)
 def test_evaluate_prints_a_json_report_and_exits_0_for_a_failing_solution(
     tmp_path: Path, stored_calibration: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -43,6 +44,7 @@ def test_evaluate_prints_a_json_report_and_exits_0_for_a_failing_solution(
     assert report["template"]["slug"] == inst.template.slug
 
 
+@pytest.mark.timeout(180)  # grades the efficient reference, efficiency timing included (~30 s)
 def test_evaluate_prints_a_readable_table(
     tmp_path: Path, stored_calibration: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

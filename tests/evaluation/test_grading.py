@@ -104,6 +104,7 @@ def test_recursion_bomb_gets_a_clean_error(sandbox: Sandbox) -> None:
     assert "Recursion" in report["tests"][0]["message"] or report["tests"][0]["verdict"] == "MLE"
 
 
+@pytest.mark.timeout(300)  # every case runs into its time limit, one after another (~75 s)
 def test_endless_loop_times_out_and_leaves_no_process(sandbox: Sandbox) -> None:
     entry = instance().entry_point
     report = grade_source(

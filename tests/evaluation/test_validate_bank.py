@@ -11,6 +11,7 @@ from tests.evaluation.grading_fixtures import sandbox_or_skip
 
 
 @pytest.mark.django_db
+@pytest.mark.timeout(400)  # a real validate_bank run: 40-100 s a template on 2 cores
 @pytest.mark.parametrize("slug", [t.slug for t in list_templates()])
 def test_template_validates(slug: str, capsys: pytest.CaptureFixture[str]) -> None:
     sandbox_or_skip()

@@ -27,7 +27,13 @@ from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
 from tests.study.helpers import grading_queued, journey_study
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# A timeout here ends the run (thread method): SIGALRM inside Playwright's sync API leaves
+# the main thread's event loop broken, and every later test would fail with it.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(method="thread"),
+]
 
 TEMPLATE = "sde-binary-palindromes"
 MONACO_LOADER = Path(django_settings.BASE_DIR) / "static" / "vendor" / "monaco" / "vs" / "loader.js"
@@ -119,6 +125,7 @@ def wait_for_editor(page: Any) -> None:
 
 
 @pytest.mark.usefixtures("ready")
+@pytest.mark.timeout(240, method="thread")  # grades a submission for real (~55 s)
 def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) -> None:
     from playwright.sync_api import expect
 

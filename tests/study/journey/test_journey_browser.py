@@ -17,7 +17,13 @@ from study.trials.services import start_trial, submit_trial
 from tests.factories import ResearcherFactory
 from tests.study.helpers import grading_queued, journey_study
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# A timeout here ends the run (thread method): SIGALRM inside Playwright's sync API leaves
+# the main thread's event loop broken, and every later test would fail with it.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(method="thread"),
+]
 
 
 def fill_questionnaire(page: Any, answers: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ def test_exclusion_with_a_reason_releases_the_slot(admin_client: Client) -> None
         },
     )
     assert "reason" in page.content.decode()
+    assert '<a href="/admin/study/participant/">Cancel</a>' in page.content.decode()
     admin_client.post(
         "/admin/study/participant/",
         {
