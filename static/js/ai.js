@@ -2,8 +2,9 @@
 // protocol. Loaded only in AI arms; every request goes to the platform's gateway, which checks
 // the arm again on the server (the browser never talks to a provider and holds no key).
 //
-// Needs: <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
-//        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, and the
+// Needs: common.js, <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
+//        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, the page's
+//        workspace-urls JSON (ai_chat, ai_complete, ai_feedback, ai_outcome) and the
 //        document event hai:editor-ready {editor, monaco, trialId, readOnly} (workspace.js).
 // Emits hai:telemetry {kind, data} with the telemetry vocabulary (ide_bridge/telemetry/protocol.py):
 //   suggestion_request, suggestion_shown, suggestion_accept, suggestion_reject,
@@ -19,43 +20,20 @@
     ["planning", "Solution planning"], ["coding", "Code generation"], ["debugging", "Debugging"]];
   const DEBOUNCE_MS = 1500; // RealHumanEval's inline debounce
   const PREFIX_CHARS = 4000, SUFFIX_CHARS = 2000; // the server keeps 6,000 (2/3 before)
-  const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+  const { el, emit, fetchJSON, jsonScript } = window.hai;
   const trialId = panel.dataset.trialId;
-  const pageUrls = (() => {
-    const node = document.getElementById("workspace-urls");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
+  const pageUrls = jsonScript("workspace-urls", {});
   const url = (kind) => pageUrls[`ai_${kind}`];
-  const telemetry = (kind, data) =>
-    document.dispatchEvent(new CustomEvent("hai:telemetry", { detail: { kind, data } }));
-  const el = (tag, attrs = {}, ...children) => {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) {
-      if (k === "text") node.textContent = v; else if (k === "class") node.className = v;
-      else node.setAttribute(k, v);
-    }
-    children.forEach((c) => node.append(c));
-    return node;
-  };
+  const telemetry = (kind, data) => emit("hai:telemetry", { kind, data });
 
   let closed = false;
   let editorDetail = null;
 
-  async function call(kind, body, signal) {
-    const response = await fetch(url(kind), {
-      method: "POST", credentials: "same-origin", signal,
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(body),
-    });
-    let data = {};
-    try { data = await response.json(); } catch (e) { /* a proxy's HTML error page */ }
-    if (!response.ok) {
-      const error = new Error(data.error || `The assistant is unavailable (HTTP ${response.status}).`);
-      error.status = response.status;
-      throw error;
-    }
-    return data;
-  }
+  // Rejects with the gateway's {"error": "..."} sentence and .status (ide_bridge/http.py).
+  const call = (kind, body, signal) => fetchJSON(url(kind), {
+    method: "POST", body, signal,
+    fallback: (status) => `The assistant is unavailable (HTTP ${status}).`,
+  });
 
   // --- Panel chrome -------------------------------------------------------------------------
   const title = mode === "feedback" ? "Assistant (feedback only)" : "Assistant";

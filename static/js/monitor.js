@@ -1,9 +1,11 @@
 // Live monitor: re-read the monitor JSON on a WebSocket push ({"type": "changed"}) and, as a
 // fallback that always runs, every few seconds. Time left ticks down locally between reads.
+// Needs common.js.
 (function () {
   "use strict";
   const root = document.getElementById("monitor");
   if (!root) return;
+  const { el, fetchJSON, formatDuration, wsUrl } = window.hai;
   const jsonUrl = root.dataset.jsonUrl + window.location.search;
   const pollMs = Number(root.dataset.pollMs || 5000);
   const tbody = document.getElementById("monitor-rows");
@@ -14,21 +16,7 @@
   let loading = false;
   let again = false;
 
-  const el = (tag, attrs, ...children) => {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-    for (const child of children) {
-      if (child === null || child === undefined) continue;
-      node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  };
-
-  const duration = (seconds) => {
-    const s = Math.max(0, Math.round(seconds));
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
-    return h ? `${h} h ${String(m).padStart(2, "0")} min` : `${m} min ${String(s % 60).padStart(2, "0")} s`;
-  };
+  const duration = (seconds) => formatDuration(Math.round(seconds), "short");
 
   function row(p) {
     const stage = el("td", {}, p.stage_label, p.session ? ` · session ${p.session}` : "");
@@ -88,9 +76,7 @@
     if (loading) { again = true; return; }
     loading = true;
     try {
-      const response = await fetch(jsonUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      render(await response.json());
+      render(await fetchJSON(jsonUrl));
     } catch (error) {
       status.textContent = `Could not update (${error.message}); retrying.`;
     } finally {
@@ -109,8 +95,7 @@
   let retryMs = 1000;
   function connect() {
     if (!("WebSocket" in window)) return;
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${window.location.host}${root.dataset.wsPath}`);
+    const socket = new WebSocket(wsUrl(root.dataset.wsPath));
     socket.addEventListener("open", () => { retryMs = 1000; });
     socket.addEventListener("message", (event) => {
       const message = JSON.parse(event.data);

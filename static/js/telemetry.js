@@ -2,6 +2,7 @@
 // event vocabulary are documented in ide_bridge/telemetry/protocol.py).
 //
 // WHAT THE PAGE MUST PROVIDE (workspace template):
+// * common.js (window.hai), loaded before this script.
 // * This script, after or before workspace.js: it starts on the `hai:editor-ready` event
 //   {editor, monaco, trialId, readOnly} or on window.haiEditorReady if that already fired.
 // * <div id="workspace" data-telemetry-token="{{ telemetry_token }}">: the trial's page token
@@ -266,8 +267,7 @@
 
     function connect() {
       if (stopped || ws) return;
-      const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-      const socket = new WebSocket(`${scheme}://${window.location.host}/ws/trials/${trialId}/events/`);
+      const socket = new WebSocket(window.hai.wsUrl(`/ws/trials/${trialId}/events/`));
       ws = socket;
       ready = false;
       socket.onopen = () => socket.send(JSON.stringify({ type: "hello" }));
@@ -311,8 +311,7 @@
       const state = commitNow();
       const root = document.getElementById("workspace");
       const token = root ? root.dataset.telemetryToken : "";
-      const urlsNode = document.getElementById("workspace-urls");
-      const eventsUrl = urlsNode ? JSON.parse(urlsNode.textContent).events : "";
+      const eventsUrl = window.hai.jsonScript("workspace-urls", {}).events || "";
       if (!token || !eventsUrl || !navigator.sendBeacon) return;
       const out = [];
       let chars = 0;

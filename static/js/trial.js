@@ -1,14 +1,15 @@
 // Trial page: countdown synced to the server deadline, and grading progress by polling.
+// Needs common.js.
 (function () {
   "use strict";
+  const { fetchJSON, formatDuration } = window.hai;
   const timer = document.getElementById("timer");
   if (timer) {
     const deadline = Date.parse(timer.dataset.deadline);
     const out = document.getElementById("time-left");
     const tick = () => {
       const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
-      const m = Math.floor(left / 60), s = left % 60;
-      out.textContent = `${m}:${String(s).padStart(2, "0")}`;
+      out.textContent = formatDuration(left, "minutes");
       if (left <= 600) timer.classList.add("text-warning");
       if (left <= 120) timer.classList.replace("text-warning", "text-danger");
       if (left === 0) { window.location.reload(); return; }
@@ -21,9 +22,8 @@
   if (grading && bar) {
     const text = document.getElementById("grading-text");
     const poll = async () => {
-      const response = await fetch(grading.dataset.statusUrl, { headers: { Accept: "application/json" } });
-      if (!response.ok) return;
-      const body = await response.json();
+      let body;
+      try { body = await fetchJSON(grading.dataset.statusUrl); } catch (err) { return; }
       const g = body.grading;
       if (!g) return;
       const pct = g.total ? Math.round((100 * g.done) / g.total) : 0;

@@ -10,37 +10,24 @@
 //   hai:time-warning {minutesLeft}  hai:submitted {trialId, auto}
 //   hai:trial-closed {status}  (the trial closed while this page was open: submit or deadline)
 // - window.haiWorkspace: {trialId, aiMode, save(), runTests(), isClosed()}.
+//
+// Needs common.js (window.hai).
 (function () {
   "use strict";
   const root = document.getElementById("workspace");
   if (!root) return;
 
-  const readJSON = (id) => JSON.parse(document.getElementById(id).textContent);
-  const files = readJSON("workspace-files");
-  const urls = readJSON("workspace-urls");
-  let state = readJSON("workspace-state");
+  const { emit, formatDuration, jsonScript, sendJSON } = window.hai;
+  const files = jsonScript("workspace-files");
+  const urls = jsonScript("workspace-urls");
+  let state = jsonScript("workspace-state");
   const trialId = Number(root.dataset.trialId);
   const aiMode = root.dataset.aiMode;
-  const csrfToken = document.querySelector('meta[name="csrf-token"]').content;
   const backupKey = `hai:draft:${trialId}`;
   const $ = (id) => document.getElementById(id);
 
   // telemetry.js reads its beacon token from <body> (the base template owns that tag).
   if (root.dataset.telemetryToken) document.body.dataset.telemetryToken = root.dataset.telemetryToken;
-
-  const emit = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
-
-  async function send(url, { method = "POST", body, keepalive = false } = {}) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") Object.assign(headers, { "Content-Type": "application/json", "X-CSRFToken": csrfToken });
-    const response = await fetch(url, {
-      method, headers, keepalive, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    let data = {};
-    try { data = await response.json(); } catch (err) { data = { error: `Unexpected answer from the server (${response.status}).` }; }
-    return { status: response.status, ok: response.ok, data };
-  }
 
   // --- Clock: the server's deadline, corrected for the offset between the two clocks --------
   let offsetMs = Date.parse(state.server_time) - Date.now();
@@ -167,7 +154,7 @@
     if (code === lastSaved) return;
     saving = (async () => {
       try {
-        const { status, data } = await send(urls.autosave, { body: { code }, keepalive: keepalive && code.length < 60000 });
+        const { status, data } = await sendJSON(urls.autosave, { body: { code }, keepalive: keepalive && code.length < 60000 });
         if (status === 200) {
           lastSaved = code;
           state.saved_at = data.saved_at;
@@ -201,7 +188,7 @@
     const sent = Date.now();
     let response;
     try {
-      response = closeUrl ? await send(closeUrl, { body: {} }) : await send(urls.state, { method: "GET" });
+      response = closeUrl ? await sendJSON(closeUrl, { body: {} }) : await sendJSON(urls.state, { method: "GET" });
     } catch (err) { return null; }
     if (response.status !== 200) return null;
     const fresh = response.data;
@@ -228,12 +215,7 @@
   let flushedBeforeDeadline = false;
   let deadlineHandled = false;
 
-  function formatLeft(ms) {
-    const total = Math.max(0, Math.ceil(ms / 1000));
-    const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
-    const mm = h ? String(m).padStart(2, "0") : String(m);
-    return `${h ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
-  }
+  const formatLeft = (ms) => formatDuration(Math.ceil(ms / 1000), "clock");
 
   function tick() {
     if (closed || !state.deadline) return;
@@ -296,7 +278,7 @@
     emit("hai:tests-started", {});
     const code = getCode();
     try {
-      const { status, data } = await send(urls.run, { body: { code } });
+      const { status, data } = await sendJSON(urls.run, { body: { code } });
       if (status === 200 || status === 503) {
         if (data.saved_at) { lastSaved = code; state.saved_at = data.saved_at; localStorage.removeItem(backupKey); }
         writeConsole(`$ python -m unittest test_visible -v\n${data.output || ""}`, data.ok ? "ws-ok" : "ws-fail");
@@ -361,7 +343,7 @@
     $("submit-open").disabled = true;
     showGrading("Submitting your solution…");
     try {
-      const { status, data } = await send(urls.submit, { body: { code: getCode() } });
+      const { status, data } = await sendJSON(urls.submit, { body: { code: getCode() } });
       if (status === 200) {
         lastSaved = getCode();
         emit("hai:submitted", { trialId, auto: false });
@@ -424,8 +406,8 @@
     for (;;) {
       let body = null;
       try {
-        const response = await fetch(urls.status, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-        if (response.ok) body = await response.json();
+        const response = await sendJSON(urls.status);
+        if (response.ok && response.json) body = response.data;
       } catch (err) { body = null; }
       const g = body && body.grading;
       if (body && !g) {
