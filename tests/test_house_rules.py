@@ -223,6 +223,7 @@ def test_get_on_every_researcher_page_changes_nothing() -> None:
     pages: list[Any] = [
         "/study/researchers/",
         f"/study/results/{study.slug}/monitor/",
+        f"/study/results/{study.slug}/monitor/rows/",
         f"/study/results/{study.slug}/monitor.json",
         f"/study/results/{study.slug}/dashboard/",
         f"/study/results/{study.slug}/trials.csv",

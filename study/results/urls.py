@@ -1,7 +1,7 @@
 """``/study/results/``: score reports, the live monitor and the results dashboard.
 
 Participants reach ``trials/<id>/report/`` for their own trials; everything else is for the
-researchers of the study.
+researchers of the study (``<slug>/monitor/rows/`` is the monitor's htmx partial).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ urlpatterns = [
         name="researcher_trial_report_json",
     ),
     path("<slug:slug>/monitor/", views.monitor, name="monitor"),
+    path("<slug:slug>/monitor/rows/", views.monitor_rows, name="monitor_rows"),
     path("<slug:slug>/monitor.json", views.monitor_json, name="monitor_json"),
     path("<slug:slug>/dashboard/", views.results, name="results"),
     path("<slug:slug>/trials.csv", views.results_csv, name="results_csv"),

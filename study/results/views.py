@@ -4,6 +4,10 @@ Participants reach only their own trials (``get_trial_for_participant``: someone
 is a 404) and only once the study's release policy allows (``report_released``; before that a
 friendly 403 page). Researchers reach only the studies they are on (``study.access``); other
 signed-in users get a 403.
+
+``monitor_rows`` answers the monitor's rows as an HTML fragment for htmx (with the summary cards
+out of band), rendered from the same partial templates as the page, so that ``monitor.js``
+never rebuilds them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
 
 from study.access import (
     get_own_trial,
@@ -118,24 +123,41 @@ def researcher_trial_report_json(request: HttpRequest, trial_id: int) -> JsonRes
     return JsonResponse(trial_report(trial, for_participant=False))
 
 
-@researcher_only
-def monitor(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_researcher(request.user, slug)
-    filters = monitor_data.Filters.parse(request.GET)
+def _monitor_context(study: Study, filters: monitor_data.Filters) -> dict[str, Any]:
+    """What ``_monitor_rows.html`` and ``_monitor_summary.html`` need: one page of the monitor
+    and the links that keep its filters."""
     data = monitor_data.monitor_page(study, filters, timezone.now())
     number, pages = data["page"]["number"], data["page"]["pages"]
-    context = {
+    query = urlencode(filters.query(page=number))
+    rows_url = reverse("study:monitor_rows", args=[study.slug])
+    return {
         "study": study,
         "data": data,
         "filters": filters,
-        "stages": [("active", "Still taking part"), *Participant.Stage.choices],
-        "tracks": list(study.tracks.values_list("code", flat=True)),
         "previous_url": "?" + urlencode(filters.query(page=number - 1)) if number > 1 else None,
         "next_url": "?" + urlencode(filters.query(page=number + 1)) if number < pages else None,
-        "json_url": reverse("study:monitor_json", args=[study.slug]),
-        "ws_path": f"/ws/studies/{study.slug}/monitor/",
+        "rows_url": f"{rows_url}?{query}" if query else rows_url,
     }
+
+
+@researcher_only
+def monitor(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_researcher(request.user, slug)
+    context = _monitor_context(study, monitor_data.Filters.parse(request.GET))
+    context["stages"] = [("active", "Still taking part"), *Participant.Stage.choices]
+    context["tracks"] = list(study.tracks.values_list("code", flat=True))
+    context["ws_path"] = f"/ws/studies/{study.slug}/monitor/"
     return render(request, "study/results/monitor.html", context)
+
+
+@researcher_only
+@require_GET
+def monitor_rows(request: HttpRequest, slug: str) -> HttpResponse:
+    """The monitor's rows for htmx, with the summary cards as an out-of-band swap."""
+    study = get_study_for_researcher(request.user, slug)
+    context = _monitor_context(study, monitor_data.Filters.parse(request.GET))
+    context["oob"] = True
+    return render(request, "study/results/_monitor_rows.html", context)
 
 
 @researcher_only
