@@ -163,6 +163,7 @@ def _trial_pages(trial: Trial) -> list[str]:
         f"/study/trials/{trial.pk}/status/",
         f"/study/trials/{trial.pk}/files/README.md",
         f"/study/results/trials/{trial.pk}/report/",
+        f"/study/results/trials/{trial.pk}/report/fragment/",
         f"/study/results/trials/{trial.pk}/report.json",
         f"/study/questionnaires/post-trial/{trial.pk}/",
     ]

@@ -1,8 +1,10 @@
-// Trial page: countdown synced to the server deadline, and grading progress by polling.
+// Trial page: countdown synced to the server deadline, and grading progress by polling. Once
+// grading is done and the study releases the report, the server's report fragment
+// (data-report-url, study/results/_report_fragment.html) is loaded into #report with htmx.
 // Needs common.js.
 (function () {
   "use strict";
-  const { fetchJSON, formatDuration } = window.hai;
+  const { fetchJSON, formatDuration, loadFragment } = window.hai;
   const timer = document.getElementById("timer");
   if (timer) {
     const deadline = Date.parse(timer.dataset.deadline);
@@ -21,6 +23,14 @@
   const bar = document.getElementById("grading-bar");
   if (grading && bar) {
     const text = document.getElementById("grading-text");
+    const report = document.getElementById("report");
+    const NOT_RELEASED = "Graded. Your report will be shown when the study releases it.";
+    const showReport = async () => {
+      let shown = false;
+      try { shown = await loadFragment(report, grading.dataset.reportUrl); } catch (err) { shown = false; }
+      report.hidden = !shown;
+      text.textContent = shown ? "Graded. Your report is below." : NOT_RELEASED;
+    };
     const poll = async () => {
       let body;
       try { body = await fetchJSON(grading.dataset.statusUrl); } catch (err) { return; }
@@ -29,9 +39,8 @@
       const pct = g.total ? Math.round((100 * g.done) / g.total) : 0;
       bar.style.width = `${g.status === "done" ? 100 : pct}%`;
       if (g.status === "done") {
-        text.textContent = body.report
-          ? `Passed ${body.report.checks.passed} of ${body.report.checks.total} checks.`
-          : "Graded. Your report will be shown when the study releases it.";
+        if (body.report && report) showReport();
+        else text.textContent = NOT_RELEASED;
         return;
       }
       text.textContent = g.status === "failed" ? "Grading is being retried by the research team." : `${g.done} of ${g.total || "?"} tests run`;

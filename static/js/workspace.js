@@ -11,13 +11,15 @@
 //   hai:trial-closed {status}  (the trial closed while this page was open: submit or deadline)
 // - window.haiWorkspace: {trialId, aiMode, save(), runTests(), isClosed()}.
 //
-// Needs common.js (window.hai).
+// Needs common.js (window.hai) and htmx: once grading is done and the study releases the report,
+// the report body is the server's fragment (urls.report, study/results/_report_fragment.html)
+// loaded into #report, not rebuilt here.
 (function () {
   "use strict";
   const root = document.getElementById("workspace");
   if (!root) return;
 
-  const { emit, formatDuration, jsonScript, sendJSON } = window.hai;
+  const { emit, formatDuration, jsonScript, loadFragment, sendJSON } = window.hai;
   const files = jsonScript("workspace-files");
   const urls = jsonScript("workspace-urls");
   let state = jsonScript("workspace-state");
@@ -366,35 +368,17 @@
     $("submit-open").disabled = false;
   }
 
-  function renderReport(report) {
+  const NOT_RELEASED = "Graded. Your report will be shown when the study releases it.";
+
+  // The server renders the report (and checks the release policy again); an answer that is
+  // not the fragment (403, signed out, connection lost) leaves the "not released" sentence.
+  async function showReport() {
     const box = $("report");
-    box.replaceChildren();
-    const headline = document.createElement("p");
-    headline.className = "mb-1";
-    headline.innerHTML = report.overall_pass
-      ? '<span class="badge text-bg-success">Passed</span> '
-      : '<span class="badge text-bg-secondary">Not all checks passed</span> ';
-    headline.append(`${report.checks.passed} of ${report.checks.total} checks passed.`);
-    box.append(headline);
-    const list = document.createElement("ul");
-    list.className = "small mb-0";
-    for (const t of report.tests || []) {
-      const li = document.createElement("li");
-      li.textContent = `${t.name}: ${t.verdict}`;
-      list.append(li);
-    }
-    for (const h of report.hidden_summary || []) {
-      const li = document.createElement("li");
-      li.textContent = `hidden ${h.kind} tests (${h.category}): ${h.count} × ${h.verdict}`;
-      list.append(li);
-    }
-    if (report.efficiency) {
-      const li = document.createElement("li");
-      li.textContent = `efficiency: time ${report.efficiency.time_ok ? "ok" : "too slow"}, memory ${report.efficiency.memory_ok ? "ok" : "too high"}`;
-      list.append(li);
-    }
-    box.append(list);
-    box.hidden = false;
+    $("grading-text").textContent = "Graded. Loading your report…";
+    let shown = false;
+    try { shown = await loadFragment(box, urls.report); } catch (err) { shown = false; }
+    box.hidden = !shown;
+    $("grading-text").textContent = shown ? "Graded. Your report:" : NOT_RELEASED;
   }
 
   async function pollGrading() {
@@ -422,12 +406,8 @@
         progress.setAttribute("aria-valuenow", String(pct));
         if (g.status === "done") {
           bar.classList.remove("progress-bar-animated", "progress-bar-striped");
-          if (body.report) {
-            $("grading-text").textContent = "Graded. Your report:";
-            renderReport(body.report);
-          } else {
-            $("grading-text").textContent = "Graded. Your report will be shown when the study releases it.";
-          }
+          if (body.report) await showReport();
+          else $("grading-text").textContent = NOT_RELEASED;
           break;
         }
         $("grading-text").textContent = g.status === "failed"

@@ -5,9 +5,10 @@ is a 404) and only once the study's release policy allows (``report_released``; 
 friendly 403 page). Researchers reach only the studies they are on (``study.access``); other
 signed-in users get a 403.
 
-``monitor_rows`` answers the monitor's rows as an HTML fragment for htmx (with the summary cards
-out of band), rendered from the same partial templates as the page, so that ``monitor.js``
-never rebuilds them.
+Two views answer HTML fragments for htmx, rendered from the same partial templates as their
+pages, so that the browser never rebuilds them: ``trial_report_fragment`` (the report body,
+loaded by the workspace and the upload page once grading is done) and ``monitor_rows`` (the
+monitor's rows with the summary cards out of band, polled and pushed by ``monitor.js``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,15 @@ def _minutes(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 60:.1f} min"
 
 
-def _report_context(trial: Trial, *, for_participant: bool) -> dict[str, Any]:
+def _report_context(
+    trial: Trial, *, for_participant: bool, with_figure: bool = True
+) -> dict[str, Any]:
+    """The context of ``_report_body.html``. ``with_figure=False`` for pages without plotly
+    (the fragment): the efficiency section then keeps its sentence but has no plot."""
     data = trial_report(trial, for_participant=for_participant)
+    efficiency = data["report"] is not None and bool(data["report"].get("efficiency"))
     figure = None
-    if data["report"] is not None and data["report"].get("efficiency"):
+    if efficiency and with_figure:
         label = "Your solution" if for_participant else "Submission"
         figure = json.loads(efficiency_figure(data["report"], label=label).to_json())
     summary = data["summary"]
@@ -67,6 +73,7 @@ def _report_context(trial: Trial, *, for_participant: bool) -> dict[str, Any]:
         "peak_memory_mib": (
             None if summary["peak_memory_kib"] is None else summary["peak_memory_kib"] / 1024
         ),
+        "efficiency": efficiency,
         "figure": figure,
         "for_participant": for_participant,
     }
@@ -99,6 +106,18 @@ def trial_report_page(request: HttpRequest, trial_id: int) -> HttpResponse:
     context = _report_context(trial, for_participant=True)
     context["participant"] = trial.participant
     return render(request, "study/results/participant_report.html", context)
+
+
+@login_required(login_url="/")
+@require_GET
+def trial_report_fragment(request: HttpRequest, trial_id: int) -> HttpResponse:
+    """The report body alone (no plot), for htmx; the same checks and 403 as the page."""
+    trial, reason = _participant_trial(request, trial_id)
+    if reason:
+        context = {"reason": reason}
+        return render(request, "study/results/_report_unavailable.html", context, status=403)
+    context = _report_context(trial, for_participant=True, with_figure=False)
+    return render(request, "study/results/_report_fragment.html", context)
 
 
 @login_required(login_url="/")
