@@ -55,7 +55,7 @@
     if (!node) return fallback;
     try {
       return JSON.parse(node.textContent);
-    } catch (_err) {
+    } catch {
       return fallback;
     }
   }
@@ -84,7 +84,7 @@
     let json = true;
     try {
       data = await response.json();
-    } catch (_err) {
+    } catch {
       json = false;
       data = { error: `Unexpected answer from the server (${response.status}).` };
     }
@@ -95,7 +95,7 @@
     const { status, ok, json, data } = await sendJSON(url, options);
     if (ok) return json ? data : {};
     const fallback = options.fallback || ((code) => `HTTP ${code}`);
-    const error = new Error((json && data && data.error) || fallback(status));
+    const error = new Error((json && data?.error) || fallback(status));
     error.status = status;
     error.data = json ? data : {};
     throw error;
@@ -136,7 +136,7 @@
     guarded.add(element);
     element.addEventListener("htmx:beforeSwap", (event) => {
       const { xhr, pathInfo } = event.detail;
-      if (!xhr || !xhr.responseURL || !pathInfo) return;
+      if (!xhr?.responseURL || !pathInfo) return;
       const asked = new URL(pathInfo.requestPath, window.location.href).pathname;
       if (new URL(xhr.responseURL).pathname !== asked) {
         event.detail.shouldSwap = false;

@@ -33,7 +33,7 @@
   });
   live.addEventListener("htmx:afterRequest", (event) => {
     if (event.detail.successful) return;
-    const code = event.detail.xhr && event.detail.xhr.status;
+    const code = event.detail.xhr?.status;
     const reason = !code ? "connection lost" : code < 300 ? "signed out" : `HTTP ${code}`;
     status.textContent = `Could not update (${reason}); retrying.`;
   });

@@ -130,7 +130,9 @@
       goTo(index === -1 ? events.length - 1 : index);
       return true;
     }
-    document.querySelectorAll(".replay-jump").forEach((a) => a.addEventListener("click", (ev) => { ev.preventDefault(); location.hash = `seq=${a.dataset.seq}`; fromHash(); }));
+    for (const a of document.querySelectorAll(".replay-jump")) {
+      a.addEventListener("click", (ev) => { ev.preventDefault(); location.hash = `seq=${a.dataset.seq}`; fromHash(); });
+    }
     if (!fromHash()) goTo(events.length - 1);
     $("replay-status").hidden = true;
     $("replay-ui").hidden = false;

@@ -51,15 +51,15 @@
       try {
         const raw = window.localStorage.getItem(key);
         if (raw) return JSON.parse(raw);
-      } catch (err) { /* unreadable: start a new buffer */ }
+      } catch { /* unreadable: start a new buffer */ }
       return { next: 1, acked: 0, sentMax: 0, events: [] };
     }
     function save(state) {
       try { window.localStorage.setItem(key, JSON.stringify(state)); memory = null; }
-      catch (err) { memory = state; } // keep it in memory; retried on the next save
+      catch { memory = state; } // keep it in memory; retried on the next save
     }
     function withLock(fn) {
-      if (navigator.locks && navigator.locks.request) return navigator.locks.request(key, () => fn());
+      if (navigator.locks?.request) return navigator.locks.request(key, () => fn());
       return Promise.resolve().then(fn);
     }
     function commitNow() { // synchronous: also used on pagehide, where no lock can be awaited
@@ -151,8 +151,8 @@
     document.addEventListener("copy", onCopy, true);
     document.addEventListener("cut", onCopy, true);
     editor.onDidPaste((e) => {
-      const data = e.clipboardEvent && e.clipboardEvent.clipboardData;
-      const text = (data && data.getData("text/plain")) || model.getValueInRange(e.range);
+      const data = e.clipboardEvent?.clipboardData;
+      const text = data?.getData("text/plain") || model.getValueInRange(e.range);
       const from = copied.get(norm(text));
       record("paste", {
         length: text.length, lines: e.range.endLineNumber - e.range.startLineNumber + 1,
@@ -273,7 +273,7 @@
       socket.onopen = () => socket.send(JSON.stringify({ type: "hello" }));
       socket.onmessage = (m) => {
         let msg;
-        try { msg = JSON.parse(m.data); } catch (err) { return; }
+        try { msg = JSON.parse(m.data); } catch { return; }
         if (msg.type === "ack") {
           const current = socket === ws; // a late ack of a replaced socket still counts
           const isHello = current && !ready;

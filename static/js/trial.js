@@ -27,13 +27,13 @@
     const NOT_RELEASED = "Graded. Your report will be shown when the study releases it.";
     const showReport = async () => {
       let shown = false;
-      try { shown = await loadFragment(report, grading.dataset.reportUrl); } catch (err) { shown = false; }
+      try { shown = await loadFragment(report, grading.dataset.reportUrl); } catch { shown = false; }
       report.hidden = !shown;
       text.textContent = shown ? "Graded. Your report is below." : NOT_RELEASED;
     };
     const poll = async () => {
       let body;
-      try { body = await fetchJSON(grading.dataset.statusUrl); } catch (err) { return; }
+      try { body = await fetchJSON(grading.dataset.statusUrl); } catch { return; }
       const g = body.grading;
       if (!g) return;
       const pct = g.total ? Math.round((100 * g.done) / g.total) : 0;

@@ -37,7 +37,6 @@
   const remainingMs = () => (state.deadline ? Date.parse(state.deadline) - serverNow() : Infinity);
 
   // --- Editor -------------------------------------------------------------------------------
-  let monacoRef = null;
   let editor = null;
   let viewer = null;
   const models = {};
@@ -80,7 +79,6 @@
     window.require.config({ paths: { vs: root.dataset.monacoVs } });
     window.require(["vs/editor/editor.main"], function () {
       const monaco = window.monaco;
-      monacoRef = monaco;
       for (const file of files) {
         if (file.document) continue;
         const uri = monaco.Uri.parse(`file:///workspace/${file.name}`);
@@ -131,12 +129,12 @@
   }
 
   function writeBackup() {
-    try { localStorage.setItem(backupKey, JSON.stringify({ code: getCode(), base: state.saved_at })); } catch (err) { /* storage full or disabled */ }
+    try { localStorage.setItem(backupKey, JSON.stringify({ code: getCode(), base: state.saved_at })); } catch { /* storage full or disabled */ }
   }
 
   function applyBackup() {
     let backup = null;
-    try { backup = JSON.parse(localStorage.getItem(backupKey) || "null"); } catch (err) { backup = null; }
+    try { backup = JSON.parse(localStorage.getItem(backupKey) || "null"); } catch { backup = null; }
     if (!backup || closed) return;
     // Only if nothing was saved on the server since (another device wins otherwise).
     if (backup.base === state.saved_at && backup.code !== state.code) {
@@ -168,7 +166,7 @@
         } else {
           showSaveStatus(data.error || "Not saved.", "text-danger");
         }
-      } catch (err) {
+      } catch {
         showSaveStatus("Not saved: connection lost. Your changes are kept in this browser; retrying…", "text-danger");
         saveTimer = window.setTimeout(save, 5000);
       } finally {
@@ -191,7 +189,7 @@
     let response;
     try {
       response = closeUrl ? await sendJSON(closeUrl, { body: {} }) : await sendJSON(urls.state, { method: "GET" });
-    } catch (err) { return null; }
+    } catch { return null; }
     if (response.status !== 200) return null;
     const fresh = response.data;
     offsetMs = Date.parse(fresh.server_time) - (sent + Date.now()) / 2;
@@ -251,7 +249,7 @@
       // Ask the server to close the trial now (it does so only past the deadline; the minute
       // task would close it anyway), then read the state it answers with.
       const fresh = await refreshState(urls.close);
-      if (fresh && fresh.closed) break;
+      if (fresh?.closed) break;
       await new Promise((resolve) => window.setTimeout(resolve, 2000));
     }
     if (closed) emit("hai:submitted", { trialId, auto: true });
@@ -300,7 +298,7 @@
         summary.textContent = data.error || `The tests could not run (${status}).`;
         writeConsole(data.error || "");
       }
-    } catch (err) {
+    } catch {
       summary.className = "small text-danger";
       summary.textContent = "Connection lost while running the tests; try again.";
     } finally {
@@ -337,7 +335,7 @@
   async function submit() {
     const confirmButton = $("submit-confirm");
     confirmButton.disabled = true;
-    const modal = window.bootstrap && window.bootstrap.Modal.getInstance($("submit-modal"));
+    const modal = window.bootstrap?.Modal.getInstance($("submit-modal"));
     if (modal) modal.hide();
     window.clearTimeout(saveTimer);
     setReadOnly(true);
@@ -358,7 +356,7 @@
         if (closed) return;
       }
       showGrading(data.error || `The submission failed (${status}).`);
-    } catch (err) {
+    } catch {
       showGrading("Connection lost: your solution was not submitted. Try again.");
     }
     // Not submitted: the participant may keep working.
@@ -376,7 +374,7 @@
     const box = $("report");
     $("grading-text").textContent = "Graded. Loading your report…";
     let shown = false;
-    try { shown = await loadFragment(box, urls.report); } catch (err) { shown = false; }
+    try { shown = await loadFragment(box, urls.report); } catch { shown = false; }
     box.hidden = !shown;
     $("grading-text").textContent = shown ? "Graded. Your report:" : NOT_RELEASED;
   }
@@ -392,8 +390,8 @@
       try {
         const response = await sendJSON(urls.status);
         if (response.ok && response.json) body = response.data;
-      } catch (err) { body = null; }
-      const g = body && body.grading;
+      } catch { body = null; }
+      const g = body?.grading;
       if (body && !g) {
         bar.style.width = "100%";
         bar.classList.remove("progress-bar-animated");
@@ -421,7 +419,7 @@
   }
 
   // --- Wiring ------------------------------------------------------------------------------
-  document.querySelectorAll(".ws-file").forEach((b) => b.addEventListener("click", () => showFile(b.dataset.file)));
+  for (const b of document.querySelectorAll(".ws-file")) b.addEventListener("click", () => showFile(b.dataset.file));
   $("run-tests").addEventListener("click", runTests);
   $("submit-confirm").addEventListener("click", submit);
   $("console-clear").addEventListener("click", () => { writeConsole(""); $("run-summary").textContent = ""; });
