@@ -104,7 +104,7 @@ def test_only_the_transition_service_assigns_a_participant_stage() -> None:
                 elif isinstance(node, ast.AugAssign | ast.AnnAssign):
                     targets = [node.target]
                 if any(isinstance(t, ast.Attribute) and t.attr == "stage" for t in targets):
-                    offences.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                    offences.append(f"{path.relative_to(ROOT)}:{targets[0].lineno}")
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                     receiver = ast.unparse(node.func.value).lower()
                     writes = node.func.attr in WRITES and "participant" in receiver
@@ -122,7 +122,7 @@ def database_state() -> str:
     for model in apps.get_models():
         if model._meta.app_label not in {*APPS, "vault"} and model._meta.label != "study.User":
             continue
-        rows = list(model.objects.order_by("pk").values())
+        rows = list(model._default_manager.order_by("pk").values())
         digest.update(model._meta.label.encode())
         digest.update(json.dumps(rows, default=str, sort_keys=True).encode())
     return digest.hexdigest()
@@ -163,6 +163,7 @@ def _trial_pages(trial: Trial) -> list[str]:
         f"/study/trials/{trial.pk}/status/",
         f"/study/trials/{trial.pk}/files/README.md",
         f"/study/results/trials/{trial.pk}/report/",
+        f"/study/results/trials/{trial.pk}/report/fragment/",
         f"/study/results/trials/{trial.pk}/report.json",
         f"/study/questionnaires/post-trial/{trial.pk}/",
     ]
@@ -223,6 +224,7 @@ def test_get_on_every_researcher_page_changes_nothing() -> None:
     pages: list[Any] = [
         "/study/researchers/",
         f"/study/results/{study.slug}/monitor/",
+        f"/study/results/{study.slug}/monitor/rows/",
         f"/study/results/{study.slug}/monitor.json",
         f"/study/results/{study.slug}/dashboard/",
         f"/study/results/{study.slug}/trials.csv",

@@ -121,6 +121,7 @@ def _page_urls(trial: Trial, ai_mode: str) -> dict[str, str]:
         names += ["ai_chat", "ai_complete", "ai_feedback", "ai_outcome"]
     urls = {name: reverse(f"ide_bridge:{name}", args=[trial.pk]) for name in names}
     urls["status"] = reverse("study:trial_status", args=[trial.pk])
+    urls["report"] = reverse("study:trial_report_fragment", args=[trial.pk])
     urls["next"] = reverse("study:next")
     return urls
 

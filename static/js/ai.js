@@ -2,8 +2,9 @@
 // protocol. Loaded only in AI arms; every request goes to the platform's gateway, which checks
 // the arm again on the server (the browser never talks to a provider and holds no key).
 //
-// Needs: <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
-//        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, and the
+// Needs: common.js, <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
+//        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, the page's
+//        workspace-urls JSON (ai_chat, ai_complete, ai_feedback, ai_outcome) and the
 //        document event hai:editor-ready {editor, monaco, trialId, readOnly} (workspace.js).
 // Emits hai:telemetry {kind, data} with the telemetry vocabulary (ide_bridge/telemetry/protocol.py):
 //   suggestion_request, suggestion_shown, suggestion_accept, suggestion_reject,
@@ -19,43 +20,20 @@
     ["planning", "Solution planning"], ["coding", "Code generation"], ["debugging", "Debugging"]];
   const DEBOUNCE_MS = 1500; // RealHumanEval's inline debounce
   const PREFIX_CHARS = 4000, SUFFIX_CHARS = 2000; // the server keeps 6,000 (2/3 before)
-  const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+  const { el, emit, fetchJSON, jsonScript } = window.hai;
   const trialId = panel.dataset.trialId;
-  const pageUrls = (() => {
-    const node = document.getElementById("workspace-urls");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
+  const pageUrls = jsonScript("workspace-urls", {});
   const url = (kind) => pageUrls[`ai_${kind}`];
-  const telemetry = (kind, data) =>
-    document.dispatchEvent(new CustomEvent("hai:telemetry", { detail: { kind, data } }));
-  const el = (tag, attrs = {}, ...children) => {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) {
-      if (k === "text") node.textContent = v; else if (k === "class") node.className = v;
-      else node.setAttribute(k, v);
-    }
-    children.forEach((c) => node.append(c));
-    return node;
-  };
+  const telemetry = (kind, data) => emit("hai:telemetry", { kind, data });
 
   let closed = false;
   let editorDetail = null;
 
-  async function call(kind, body, signal) {
-    const response = await fetch(url(kind), {
-      method: "POST", credentials: "same-origin", signal,
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(body),
-    });
-    let data = {};
-    try { data = await response.json(); } catch (e) { /* a proxy's HTML error page */ }
-    if (!response.ok) {
-      const error = new Error(data.error || `The assistant is unavailable (HTTP ${response.status}).`);
-      error.status = response.status;
-      throw error;
-    }
-    return data;
-  }
+  // Rejects with the gateway's {"error": "..."} sentence and .status (ide_bridge/http.py).
+  const call = (kind, body, signal) => fetchJSON(url(kind), {
+    method: "POST", body, signal,
+    fallback: (status) => `The assistant is unavailable (HTTP ${status}).`,
+  });
 
   // --- Panel chrome -------------------------------------------------------------------------
   const title = mode === "feedback" ? "Assistant (feedback only)" : "Assistant";
@@ -89,9 +67,9 @@
   function render(text, requestId) {
     const box = el("div");
     const fence = /```[\w+-]*[ \t]*\n([\s\S]*?)```/g;
-    let last = 0, match;
+    let last = 0;
     const prose = (s) => { if (s.trim()) { const p = el("p", { class: "mb-1", text: s.trim() }); p.style.whiteSpace = "pre-wrap"; box.append(p); } };
-    while ((match = fence.exec(text)) !== null) {
+    for (const match of text.matchAll(fence)) {
       prose(text.slice(last, match.index));
       const code = match[1];
       const copy = el("button", { class: "btn btn-link btn-sm p-0", type: "button", text: "Copy" });
@@ -100,7 +78,7 @@
         telemetry("copy_from_chat", { request_id: requestId, length: code.length });
       });
       box.append(el("div", { class: "position-relative" }, el("pre", { class: "bg-body-tertiary border rounded p-2 mb-1 small" }, el("code", { text: code })), copy));
-      last = fence.lastIndex;
+      last = match.index + match[0].length;
     }
     prose(text.slice(last));
     return box;
@@ -121,9 +99,9 @@
   function setUpChat() {
     const key = `hai:chat:${trialId}`;
     let history = [];
-    try { history = JSON.parse(localStorage.getItem(key) || "[]"); } catch (e) { history = []; }
-    const save = () => { try { localStorage.setItem(key, JSON.stringify(history.slice(-40))); } catch (e) { /* full */ } };
-    history.forEach((m) => bubble(m.role, m.role === "user" ? el("div", { text: m.content }) : render(m.content, m.id)));
+    try { history = JSON.parse(localStorage.getItem(key) || "[]"); } catch { history = []; }
+    const save = () => { try { localStorage.setItem(key, JSON.stringify(history.slice(-40))); } catch { /* full */ } };
+    for (const m of history) bubble(m.role, m.role === "user" ? el("div", { text: m.content }) : render(m.content, m.id));
     input.placeholder = "Ask the assistant… (Ctrl+Enter to send)";
     input.setAttribute("aria-label", "Message to the assistant");
     form.append(input, el("div", { class: "d-flex gap-2" }, send));
@@ -159,7 +137,7 @@
   // --- Feedback-only protocol (ELABORATION) -------------------------------------------------
   function setUpFeedback() {
     const stage = el("select", { class: "form-select form-select-sm", "aria-label": "Stage of your feedback" });
-    STAGES.forEach(([value, label]) => stage.append(el("option", { value, text: label })));
+    for (const [value, label] of STAGES) stage.append(el("option", { value, text: label }));
     input.placeholder = "Tell the assistant what to change… (Ctrl+Enter to send)";
     input.setAttribute("aria-label", "Feedback to the assistant");
     form.append(stage, input, el("div", { class: "d-flex gap-2" }, send));
@@ -170,7 +148,7 @@
       if (!text || closed) return;
       status.textContent = "";
       send.disabled = true;
-      const editor = window.haiEditor || (editorDetail && editorDetail.editor);
+      const editor = window.haiEditor || editorDetail?.editor;
       bubble("user", el("div", { text: stage.value ? `[${stage.selectedOptions[0].text}] ${text}` : text }));
       telemetry("chat_user_message", { length: text.length, stage: stage.value });
       const pending = bubble("assistant", el("div", { class: "text-body-secondary small", text: "Revising solution.py…" }));
@@ -227,8 +205,8 @@
       reported.set(id, value);
       call("outcome", { suggestion_id: id, outcome: value }).catch(() => { /* best effort */ });
     };
-    const endOfLife = (completions, item, reason) => {
-      if (!item || !item.haiId) return;
+    const endOfLife = (_completions, item, reason) => {
+      if (!item?.haiId) return;
       const kind = reason && typeof reason.kind === "number" ? reason.kind : 2;
       const value = ["accepted", "rejected", "ignored"][kind] || "ignored";
       outcome(item.haiId, value);
@@ -236,7 +214,7 @@
       telemetry(event, value === "accepted" ? { request_id: item.haiId, partial: false, length: item.insertText.length } : { request_id: item.haiId });
     };
     const dispose = (completions) => {
-      for (const item of (completions && completions.items) || []) {
+      for (const item of completions?.items || []) {
         if (!item.haiId) continue;
         if (!reported.has(item.haiId)) telemetry("suggestion_cancel", { request_id: item.haiId });
         else if (reported.get(item.haiId) === "shown") endOfLife(completions, item, { kind: 2 });
@@ -270,12 +248,12 @@
           listener.dispose();
         }
       },
-      handleItemDidShow(completions, item) {
+      handleItemDidShow(_completions, item) {
         if (!item.haiId || reported.has(item.haiId)) return;
         outcome(item.haiId, "shown");
         telemetry("suggestion_shown", { request_id: item.haiId, length: item.insertText.length, lines: item.insertText.split("\n").length, latency_ms: item.haiLatency });
       },
-      handlePartialAccept(completions, item, acceptedCharacters, info) {
+      handlePartialAccept(_completions, item, acceptedCharacters, info) {
         const length = info && typeof info.acceptedLength === "number" ? info.acceptedLength : acceptedCharacters;
         if (item.haiId) telemetry("suggestion_accept", { request_id: item.haiId, partial: true, length });
       },

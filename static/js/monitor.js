@@ -1,120 +1,51 @@
-// Live monitor: re-read the monitor JSON on a WebSocket push ({"type": "changed"}) and, as a
-// fallback that always runs, every few seconds. Time left ticks down locally between reads.
+// Live monitor. The rows are the server's: #monitor-live re-reads its htmx partial
+// (study:monitor_rows, templates/study/results/_monitor_rows.html, with the summary cards as an
+// out-of-band swap) every few seconds while the tab is visible (its hx-trigger), and on a
+// WebSocket push ({"type": "changed"}) this script turns into the "monitor-changed" event.
+// Between reads, time left ticks down locally from each row's data-deadline, corrected by the
+// partial's data-server-time. Needs common.js and htmx.
 (function () {
   "use strict";
   const root = document.getElementById("monitor");
-  if (!root) return;
-  const jsonUrl = root.dataset.jsonUrl + window.location.search;
-  const pollMs = Number(root.dataset.pollMs || 5000);
-  const tbody = document.getElementById("monitor-rows");
+  const live = document.getElementById("monitor-live");
+  if (!root || !live) return;
+  const { formatDuration, guardFragment, wsUrl } = window.hai;
   const status = document.getElementById("monitor-status");
-  const pageCaption = document.getElementById("monitor-page");
-  const BADGES = { active: "text-bg-primary", submitted: "text-bg-success", expired: "text-bg-dark" };
   let offsetMs = 0; // server clock minus browser clock
-  let loading = false;
-  let again = false;
-
-  const el = (tag, attrs, ...children) => {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-    for (const child of children) {
-      if (child === null || child === undefined) continue;
-      node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  };
-
-  const duration = (seconds) => {
-    const s = Math.max(0, Math.round(seconds));
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
-    return h ? `${h} h ${String(m).padStart(2, "0")} min` : `${m} min ${String(s % 60).padStart(2, "0")} s`;
-  };
-
-  function row(p) {
-    const stage = el("td", {}, p.stage_label, p.session ? ` · session ${p.session}` : "");
-    if (p.ended_reason) stage.append(el("br"), el("span", { class: "small text-body-secondary" }, p.ended_reason));
-    let current = "—";
-    if (p.current_trial) {
-      const t = p.current_trial;
-      current = `Task ${t.period} · ${t.condition} · ${t.template}`;
-    } else if (p.next_trial) {
-      current = el("span", { class: "text-body-secondary" }, `next: task ${p.next_trial.period}`);
-    }
-    let left = "—";
-    if (p.current_trial && p.current_trial.deadline) {
-      left = el("span", { "data-deadline": p.current_trial.deadline }, duration(p.current_trial.time_left_s || 0));
-    } else if (p.next_session_in_s !== null) {
-      left = el("span", { class: "text-body-secondary" }, `next session in ${duration(p.next_session_in_s)}`);
-    }
-    const trials = el("td", {});
-    for (const t of p.trials) {
-      const title = `Task ${t.period}: ${t.status}` + (t.grading ? `, grading ${t.grading}` : "");
-      trials.append(el("a", { class: `badge me-1 ${BADGES[t.status] || "text-bg-light border"}`, href: t.report_url, title }, `${t.period}${t.condition}`));
-    }
-    let grading = "—";
-    if (p.grading_pending) grading = el("span", { class: "badge text-bg-warning" }, `${p.grading_pending} pending`);
-    else if (p.trials_ended) grading = `${p.trials_ended}/${p.trials_total} done`;
-    const flags = p.flags ? el("span", { class: "badge text-bg-danger" }, p.flags) : "0";
-    const when = (p.ended_at || p.last_activity_at || "—").slice(0, 16);
-    return el(
-      "tr", {},
-      el("td", {}, el("strong", {}, p.pseudonym), el("br"), el("span", { class: "small text-body-secondary font-monospace" }, p.internal_id)),
-      el("td", {}, p.track || "—"),
-      stage,
-      el("td", {}, current),
-      el("td", {}, left),
-      trials,
-      el("td", {}, grading),
-      el("td", {}, flags),
-      el("td", { class: "small" }, when),
-    );
-  }
-
-  function render(data) {
-    offsetMs = Date.parse(data.server_time) - Date.now();
-    const rows = data.participants.map(row);
-    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "9", class: "text-body-secondary" }, "No participants match.")));
-    tbody.replaceChildren(...rows);
-    for (const [key, value] of Object.entries(data.summary)) {
-      const cell = root.querySelector(`[data-summary="${key}"]`);
-      if (cell) cell.textContent = value;
-    }
-    const pg = data.page;
-    pageCaption.textContent = `Page ${pg.number} of ${pg.pages} · ${pg.count} participant${pg.count === 1 ? "" : "s"}`;
-    status.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-  }
-
-  async function refresh() {
-    if (loading) { again = true; return; }
-    loading = true;
-    try {
-      const response = await fetch(jsonUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      render(await response.json());
-    } catch (error) {
-      status.textContent = `Could not update (${error.message}); retrying.`;
-    } finally {
-      loading = false;
-      if (again) { again = false; window.setTimeout(refresh, 250); }
-    }
-  }
 
   function tick() {
     const now = Date.now() + offsetMs;
-    for (const span of tbody.querySelectorAll("[data-deadline]")) {
-      span.textContent = duration((Date.parse(span.dataset.deadline) - now) / 1000);
+    for (const span of live.querySelectorAll("[data-deadline]")) {
+      span.textContent = formatDuration(Math.round((Date.parse(span.dataset.deadline) - now) / 1000), "short");
     }
   }
+
+  function synced() {
+    const table = live.querySelector("[data-server-time]");
+    if (table) offsetMs = Date.parse(table.dataset.serverTime) - Date.now();
+    tick();
+  }
+
+  guardFragment(live); // signed out: keep the rows, never swap in the sign-in page
+  live.addEventListener("htmx:afterSwap", () => {
+    synced();
+    status.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+  });
+  live.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.successful) return;
+    const code = event.detail.xhr?.status;
+    const reason = !code ? "connection lost" : code < 300 ? "signed out" : `HTTP ${code}`;
+    status.textContent = `Could not update (${reason}); retrying.`;
+  });
 
   let retryMs = 1000;
   function connect() {
     if (!("WebSocket" in window)) return;
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${window.location.host}${root.dataset.wsPath}`);
+    const socket = new WebSocket(wsUrl(root.dataset.wsPath));
     socket.addEventListener("open", () => { retryMs = 1000; });
     socket.addEventListener("message", (event) => {
       const message = JSON.parse(event.data);
-      if (message.type === "changed") refresh();
+      if (message.type === "changed") window.htmx.trigger(live, "monitor-changed");
     });
     socket.addEventListener("close", (event) => {
       if (event.code === 4403) return; // not allowed: polling still works with the session
@@ -123,8 +54,7 @@
     });
   }
 
-  tick();
+  synced();
   window.setInterval(tick, 1000);
-  window.setInterval(() => { if (!document.hidden) refresh(); }, pollMs);
   connect();
 })();

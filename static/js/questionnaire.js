@@ -9,7 +9,7 @@
 
   function currentValues(form, key) {
     var values = [];
-    var fields = form.querySelectorAll('[name="' + CSS.escape(key) + '"]');
+    var fields = form.querySelectorAll(`[name="${CSS.escape(key)}"]`);
     fields.forEach(function (field) {
       if (field.type === "radio" || field.type === "checkbox") {
         if (field.checked) values.push(field.value);
@@ -31,11 +31,11 @@
       var rule;
       try {
         rule = JSON.parse(el.dataset.showIf);
-      } catch (e) {
+      } catch {
         return;
       }
       var controller = wrappers[rule.item];
-      var allowed = (rule["in"] || []).map(String);
+      var allowed = (rule.in || []).map(String);
       var visible = !!controller && !controller.hidden &&
         currentValues(form, rule.item).some(function (v) { return allowed.indexOf(v) !== -1; });
       el.hidden = !visible;

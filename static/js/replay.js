@@ -4,11 +4,12 @@
 // `edit` event's Monaco changes in seq order (each change's rangeOffset/rangeLength refer to the
 // text before the event, so the changes are applied from the highest offset down), and re-base
 // on every `checkpoint` / `code_reset` (full code). A checkpoint that disagrees with the rebuilt
-// text is counted as drift (an event was lost or rejected) and marked in red.
+// text is counted as drift (an event was lost or rejected) and marked in red. Needs common.js.
 (function () {
   "use strict";
   const root = document.getElementById("replay");
   if (!root) return;
+  const { el, fetchJSON, formatDuration } = window.hai;
   const $ = (id) => document.getElementById(id);
   const COLOURS = { ai: "#6f42c1", run: "#198754", paste: "#fd7e14", submit: "#0d6efd", away: "#adb5bd", idle: "#adb5bd", rejected: "#dc3545", drift: "#dc3545" };
   const SNAPSHOT_EVERY = 100;
@@ -27,10 +28,7 @@
     return code;
   }
 
-  function clock(ms) {
-    const s = Math.max(0, Math.floor(ms / 1000));
-    return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
-  }
+  const clock = (ms) => formatDuration(ms / 1000, "minutes");
 
   function build(data) {
     const events = data.events;
@@ -97,12 +95,9 @@
     events.forEach((e, i) => {
       const cat = model.drift.has(i) ? "drift" : data.categories[e.kind];
       if (!cat || !COLOURS[cat] || (cat === "away" && !(e.data.state === "hidden" || e.data.focused === false))) return;
-      const mark = document.createElement("button");
-      mark.type = "button";
-      mark.className = "position-absolute border-0 p-0";
+      const title = `#${e.seq} ${e.kind} at ${clock(e.t_ms)}`;
+      const mark = el("button", { type: "button", class: "position-absolute border-0 p-0", title, "aria-label": title });
       mark.style.cssText = `left:${(100 * (e.t_ms - t0)) / span}%;width:3px;height:100%;background:${COLOURS[cat]}`;
-      mark.title = `#${e.seq} ${e.kind} at ${clock(e.t_ms)}`;
-      mark.setAttribute("aria-label", mark.title);
       mark.addEventListener("click", () => goTo(i));
       markers.appendChild(mark);
     });
@@ -117,7 +112,7 @@
       data.final_code && data.final_code !== model.finalCode ? "The last autosaved code differs from the replayed end state." : "",
       Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}: ${n}`).join(", "),
     ];
-    summary.replaceChildren(...lines.filter(Boolean).map((text) => { const p = document.createElement("p"); p.className = "mb-1"; p.textContent = text; return p; }));
+    summary.replaceChildren(...lines.filter(Boolean).map((text) => el("p", { class: "mb-1", text })));
 
     slider.addEventListener("input", () => show(lastIndexAt(events, Number(slider.value))));
     $("replay-prev").addEventListener("click", () => goTo(current - 1));
@@ -135,14 +130,15 @@
       goTo(index === -1 ? events.length - 1 : index);
       return true;
     }
-    document.querySelectorAll(".replay-jump").forEach((a) => a.addEventListener("click", (ev) => { ev.preventDefault(); location.hash = `seq=${a.dataset.seq}`; fromHash(); }));
+    for (const a of document.querySelectorAll(".replay-jump")) {
+      a.addEventListener("click", (ev) => { ev.preventDefault(); location.hash = `seq=${a.dataset.seq}`; fromHash(); });
+    }
     if (!fromHash()) goTo(events.length - 1);
     $("replay-status").hidden = true;
     $("replay-ui").hidden = false;
   }
 
-  fetch(root.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-    .then((r) => { if (!r.ok) throw new Error(`HTTP ${r.status}`); return r.json(); })
+  fetchJSON(root.dataset.url)
     .then(start)
     .catch((err) => { $("replay-status").textContent = `Could not load the events (${err.message}).`; });
 })();

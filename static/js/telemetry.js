@@ -2,6 +2,7 @@
 // event vocabulary are documented in ide_bridge/telemetry/protocol.py).
 //
 // WHAT THE PAGE MUST PROVIDE (workspace template):
+// * common.js (window.hai), loaded before this script.
 // * This script, after or before workspace.js: it starts on the `hai:editor-ready` event
 //   {editor, monaco, trialId, readOnly} or on window.haiEditorReady if that already fired.
 // * <div id="workspace" data-telemetry-token="{{ telemetry_token }}">: the trial's page token
@@ -50,15 +51,15 @@
       try {
         const raw = window.localStorage.getItem(key);
         if (raw) return JSON.parse(raw);
-      } catch (err) { /* unreadable: start a new buffer */ }
+      } catch { /* unreadable: start a new buffer */ }
       return { next: 1, acked: 0, sentMax: 0, events: [] };
     }
     function save(state) {
       try { window.localStorage.setItem(key, JSON.stringify(state)); memory = null; }
-      catch (err) { memory = state; } // keep it in memory; retried on the next save
+      catch { memory = state; } // keep it in memory; retried on the next save
     }
     function withLock(fn) {
-      if (navigator.locks && navigator.locks.request) return navigator.locks.request(key, () => fn());
+      if (navigator.locks?.request) return navigator.locks.request(key, () => fn());
       return Promise.resolve().then(fn);
     }
     function commitNow() { // synchronous: also used on pagehide, where no lock can be awaited
@@ -150,8 +151,8 @@
     document.addEventListener("copy", onCopy, true);
     document.addEventListener("cut", onCopy, true);
     editor.onDidPaste((e) => {
-      const data = e.clipboardEvent && e.clipboardEvent.clipboardData;
-      const text = (data && data.getData("text/plain")) || model.getValueInRange(e.range);
+      const data = e.clipboardEvent?.clipboardData;
+      const text = data?.getData("text/plain") || model.getValueInRange(e.range);
       const from = copied.get(norm(text));
       record("paste", {
         length: text.length, lines: e.range.endLineNumber - e.range.startLineNumber + 1,
@@ -266,14 +267,13 @@
 
     function connect() {
       if (stopped || ws) return;
-      const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-      const socket = new WebSocket(`${scheme}://${window.location.host}/ws/trials/${trialId}/events/`);
+      const socket = new WebSocket(window.hai.wsUrl(`/ws/trials/${trialId}/events/`));
       ws = socket;
       ready = false;
       socket.onopen = () => socket.send(JSON.stringify({ type: "hello" }));
       socket.onmessage = (m) => {
         let msg;
-        try { msg = JSON.parse(m.data); } catch (err) { return; }
+        try { msg = JSON.parse(m.data); } catch { return; }
         if (msg.type === "ack") {
           const current = socket === ws; // a late ack of a replaced socket still counts
           const isHello = current && !ready;
@@ -311,8 +311,7 @@
       const state = commitNow();
       const root = document.getElementById("workspace");
       const token = root ? root.dataset.telemetryToken : "";
-      const urlsNode = document.getElementById("workspace-urls");
-      const eventsUrl = urlsNode ? JSON.parse(urlsNode.textContent).events : "";
+      const eventsUrl = window.hai.jsonScript("workspace-urls", {}).events || "";
       if (!token || !eventsUrl || !navigator.sendBeacon) return;
       const out = [];
       let chars = 0;

@@ -10,37 +10,26 @@
 //   hai:time-warning {minutesLeft}  hai:submitted {trialId, auto}
 //   hai:trial-closed {status}  (the trial closed while this page was open: submit or deadline)
 // - window.haiWorkspace: {trialId, aiMode, save(), runTests(), isClosed()}.
+//
+// Needs common.js (window.hai) and htmx: once grading is done and the study releases the report,
+// the report body is the server's fragment (urls.report, study/results/_report_fragment.html)
+// loaded into #report, not rebuilt here.
 (function () {
   "use strict";
   const root = document.getElementById("workspace");
   if (!root) return;
 
-  const readJSON = (id) => JSON.parse(document.getElementById(id).textContent);
-  const files = readJSON("workspace-files");
-  const urls = readJSON("workspace-urls");
-  let state = readJSON("workspace-state");
+  const { emit, formatDuration, jsonScript, loadFragment, sendJSON } = window.hai;
+  const files = jsonScript("workspace-files");
+  const urls = jsonScript("workspace-urls");
+  let state = jsonScript("workspace-state");
   const trialId = Number(root.dataset.trialId);
   const aiMode = root.dataset.aiMode;
-  const csrfToken = document.querySelector('meta[name="csrf-token"]').content;
   const backupKey = `hai:draft:${trialId}`;
   const $ = (id) => document.getElementById(id);
 
   // telemetry.js reads its beacon token from <body> (the base template owns that tag).
   if (root.dataset.telemetryToken) document.body.dataset.telemetryToken = root.dataset.telemetryToken;
-
-  const emit = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
-
-  async function send(url, { method = "POST", body, keepalive = false } = {}) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") Object.assign(headers, { "Content-Type": "application/json", "X-CSRFToken": csrfToken });
-    const response = await fetch(url, {
-      method, headers, keepalive, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    let data = {};
-    try { data = await response.json(); } catch (err) { data = { error: `Unexpected answer from the server (${response.status}).` }; }
-    return { status: response.status, ok: response.ok, data };
-  }
 
   // --- Clock: the server's deadline, corrected for the offset between the two clocks --------
   let offsetMs = Date.parse(state.server_time) - Date.now();
@@ -48,7 +37,6 @@
   const remainingMs = () => (state.deadline ? Date.parse(state.deadline) - serverNow() : Infinity);
 
   // --- Editor -------------------------------------------------------------------------------
-  let monacoRef = null;
   let editor = null;
   let viewer = null;
   const models = {};
@@ -91,7 +79,6 @@
     window.require.config({ paths: { vs: root.dataset.monacoVs } });
     window.require(["vs/editor/editor.main"], function () {
       const monaco = window.monaco;
-      monacoRef = monaco;
       for (const file of files) {
         if (file.document) continue;
         const uri = monaco.Uri.parse(`file:///workspace/${file.name}`);
@@ -142,12 +129,12 @@
   }
 
   function writeBackup() {
-    try { localStorage.setItem(backupKey, JSON.stringify({ code: getCode(), base: state.saved_at })); } catch (err) { /* storage full or disabled */ }
+    try { localStorage.setItem(backupKey, JSON.stringify({ code: getCode(), base: state.saved_at })); } catch { /* storage full or disabled */ }
   }
 
   function applyBackup() {
     let backup = null;
-    try { backup = JSON.parse(localStorage.getItem(backupKey) || "null"); } catch (err) { backup = null; }
+    try { backup = JSON.parse(localStorage.getItem(backupKey) || "null"); } catch { backup = null; }
     if (!backup || closed) return;
     // Only if nothing was saved on the server since (another device wins otherwise).
     if (backup.base === state.saved_at && backup.code !== state.code) {
@@ -167,7 +154,7 @@
     if (code === lastSaved) return;
     saving = (async () => {
       try {
-        const { status, data } = await send(urls.autosave, { body: { code }, keepalive: keepalive && code.length < 60000 });
+        const { status, data } = await sendJSON(urls.autosave, { body: { code }, keepalive: keepalive && code.length < 60000 });
         if (status === 200) {
           lastSaved = code;
           state.saved_at = data.saved_at;
@@ -179,7 +166,7 @@
         } else {
           showSaveStatus(data.error || "Not saved.", "text-danger");
         }
-      } catch (err) {
+      } catch {
         showSaveStatus("Not saved: connection lost. Your changes are kept in this browser; retrying…", "text-danger");
         saveTimer = window.setTimeout(save, 5000);
       } finally {
@@ -201,8 +188,8 @@
     const sent = Date.now();
     let response;
     try {
-      response = closeUrl ? await send(closeUrl, { body: {} }) : await send(urls.state, { method: "GET" });
-    } catch (err) { return null; }
+      response = closeUrl ? await sendJSON(closeUrl, { body: {} }) : await sendJSON(urls.state, { method: "GET" });
+    } catch { return null; }
     if (response.status !== 200) return null;
     const fresh = response.data;
     offsetMs = Date.parse(fresh.server_time) - (sent + Date.now()) / 2;
@@ -228,12 +215,7 @@
   let flushedBeforeDeadline = false;
   let deadlineHandled = false;
 
-  function formatLeft(ms) {
-    const total = Math.max(0, Math.ceil(ms / 1000));
-    const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
-    const mm = h ? String(m).padStart(2, "0") : String(m);
-    return `${h ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
-  }
+  const formatLeft = (ms) => formatDuration(Math.ceil(ms / 1000), "clock");
 
   function tick() {
     if (closed || !state.deadline) return;
@@ -267,7 +249,7 @@
       // Ask the server to close the trial now (it does so only past the deadline; the minute
       // task would close it anyway), then read the state it answers with.
       const fresh = await refreshState(urls.close);
-      if (fresh && fresh.closed) break;
+      if (fresh?.closed) break;
       await new Promise((resolve) => window.setTimeout(resolve, 2000));
     }
     if (closed) emit("hai:submitted", { trialId, auto: true });
@@ -296,7 +278,7 @@
     emit("hai:tests-started", {});
     const code = getCode();
     try {
-      const { status, data } = await send(urls.run, { body: { code } });
+      const { status, data } = await sendJSON(urls.run, { body: { code } });
       if (status === 200 || status === 503) {
         if (data.saved_at) { lastSaved = code; state.saved_at = data.saved_at; localStorage.removeItem(backupKey); }
         writeConsole(`$ python -m unittest test_visible -v\n${data.output || ""}`, data.ok ? "ws-ok" : "ws-fail");
@@ -316,7 +298,7 @@
         summary.textContent = data.error || `The tests could not run (${status}).`;
         writeConsole(data.error || "");
       }
-    } catch (err) {
+    } catch {
       summary.className = "small text-danger";
       summary.textContent = "Connection lost while running the tests; try again.";
     } finally {
@@ -353,7 +335,7 @@
   async function submit() {
     const confirmButton = $("submit-confirm");
     confirmButton.disabled = true;
-    const modal = window.bootstrap && window.bootstrap.Modal.getInstance($("submit-modal"));
+    const modal = window.bootstrap?.Modal.getInstance($("submit-modal"));
     if (modal) modal.hide();
     window.clearTimeout(saveTimer);
     setReadOnly(true);
@@ -361,7 +343,7 @@
     $("submit-open").disabled = true;
     showGrading("Submitting your solution…");
     try {
-      const { status, data } = await send(urls.submit, { body: { code: getCode() } });
+      const { status, data } = await sendJSON(urls.submit, { body: { code: getCode() } });
       if (status === 200) {
         lastSaved = getCode();
         emit("hai:submitted", { trialId, auto: false });
@@ -374,7 +356,7 @@
         if (closed) return;
       }
       showGrading(data.error || `The submission failed (${status}).`);
-    } catch (err) {
+    } catch {
       showGrading("Connection lost: your solution was not submitted. Try again.");
     }
     // Not submitted: the participant may keep working.
@@ -384,35 +366,17 @@
     $("submit-open").disabled = false;
   }
 
-  function renderReport(report) {
+  const NOT_RELEASED = "Graded. Your report will be shown when the study releases it.";
+
+  // The server renders the report (and checks the release policy again); an answer that is
+  // not the fragment (403, signed out, connection lost) leaves the "not released" sentence.
+  async function showReport() {
     const box = $("report");
-    box.replaceChildren();
-    const headline = document.createElement("p");
-    headline.className = "mb-1";
-    headline.innerHTML = report.overall_pass
-      ? '<span class="badge text-bg-success">Passed</span> '
-      : '<span class="badge text-bg-secondary">Not all checks passed</span> ';
-    headline.append(`${report.checks.passed} of ${report.checks.total} checks passed.`);
-    box.append(headline);
-    const list = document.createElement("ul");
-    list.className = "small mb-0";
-    for (const t of report.tests || []) {
-      const li = document.createElement("li");
-      li.textContent = `${t.name}: ${t.verdict}`;
-      list.append(li);
-    }
-    for (const h of report.hidden_summary || []) {
-      const li = document.createElement("li");
-      li.textContent = `hidden ${h.kind} tests (${h.category}): ${h.count} × ${h.verdict}`;
-      list.append(li);
-    }
-    if (report.efficiency) {
-      const li = document.createElement("li");
-      li.textContent = `efficiency: time ${report.efficiency.time_ok ? "ok" : "too slow"}, memory ${report.efficiency.memory_ok ? "ok" : "too high"}`;
-      list.append(li);
-    }
-    box.append(list);
-    box.hidden = false;
+    $("grading-text").textContent = "Graded. Loading your report…";
+    let shown = false;
+    try { shown = await loadFragment(box, urls.report); } catch { shown = false; }
+    box.hidden = !shown;
+    $("grading-text").textContent = shown ? "Graded. Your report:" : NOT_RELEASED;
   }
 
   async function pollGrading() {
@@ -424,10 +388,10 @@
     for (;;) {
       let body = null;
       try {
-        const response = await fetch(urls.status, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-        if (response.ok) body = await response.json();
-      } catch (err) { body = null; }
-      const g = body && body.grading;
+        const response = await sendJSON(urls.status);
+        if (response.ok && response.json) body = response.data;
+      } catch { body = null; }
+      const g = body?.grading;
       if (body && !g) {
         bar.style.width = "100%";
         bar.classList.remove("progress-bar-animated");
@@ -440,12 +404,8 @@
         progress.setAttribute("aria-valuenow", String(pct));
         if (g.status === "done") {
           bar.classList.remove("progress-bar-animated", "progress-bar-striped");
-          if (body.report) {
-            $("grading-text").textContent = "Graded. Your report:";
-            renderReport(body.report);
-          } else {
-            $("grading-text").textContent = "Graded. Your report will be shown when the study releases it.";
-          }
+          if (body.report) await showReport();
+          else $("grading-text").textContent = NOT_RELEASED;
           break;
         }
         $("grading-text").textContent = g.status === "failed"
@@ -459,7 +419,7 @@
   }
 
   // --- Wiring ------------------------------------------------------------------------------
-  document.querySelectorAll(".ws-file").forEach((b) => b.addEventListener("click", () => showFile(b.dataset.file)));
+  for (const b of document.querySelectorAll(".ws-file")) b.addEventListener("click", () => showFile(b.dataset.file));
   $("run-tests").addEventListener("click", runTests);
   $("submit-confirm").addEventListener("click", submit);
   $("console-clear").addEventListener("click", () => { writeConsole(""); $("run-summary").textContent = ""; });

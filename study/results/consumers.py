@@ -2,8 +2,8 @@
 
 ``MonitorConsumer`` (``ws/studies/<slug>/monitor/``) lets a researcher of the study join the
 group ``monitor.<study id>`` and forwards ``{"type": "changed"}`` pings. The page then re-reads
-the monitor's JSON; it also polls every few seconds, so a lost push (another process on the
-in-memory channel layer, Redis down) only delays an update.
+the monitor's rows (the ``monitor_rows`` htmx partial); it also polls every few seconds, so a
+lost push (another process on the in-memory channel layer, Redis down) only delays an update.
 
 Pings come from signals, sent after the transaction commits (``transaction.on_commit``):
 a trial or participant saved (autosaves of the draft and activity touches are ignored), and a

@@ -4,8 +4,10 @@ left, grading status, integrity flags and withdrawals, plus study-wide counts.
 A page costs a fixed number of queries whatever the study's size (participants are paginated,
 ``PAGE_SIZE`` per page): the page count, the page itself, its trials, one query per registered flag
 provider (``study.metrics``), the stage counts and the grading queue. The page is rendered by
-``templates/study/results/monitor.html`` and refreshed by ``static/js/monitor.js`` from the JSON
-view (on a push from ``study.results.consumers.MonitorConsumer``, and every few seconds anyway).
+``templates/study/results/monitor.html``; its rows (``_monitor_rows.html``) are re-read by htmx
+from the ``monitor_rows`` view, every few seconds and on a push from
+``study.results.consumers.MonitorConsumer`` (``static/js/monitor.js``). ``monitor.json`` serves
+the same data to API users.
 """
 
 from __future__ import annotations

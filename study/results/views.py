@@ -4,6 +4,11 @@ Participants reach only their own trials (``get_trial_for_participant``: someone
 is a 404) and only once the study's release policy allows (``report_released``; before that a
 friendly 403 page). Researchers reach only the studies they are on (``study.access``); other
 signed-in users get a 403.
+
+Two views answer HTML fragments for htmx, rendered from the same partial templates as their
+pages, so that the browser never rebuilds them: ``trial_report_fragment`` (the report body,
+loaded by the workspace and the upload page once grading is done) and ``monitor_rows`` (the
+monitor's rows with the summary cards out of band, polled and pushed by ``monitor.js``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
 
 from study.access import (
     get_own_trial,
@@ -42,10 +48,15 @@ def _minutes(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 60:.1f} min"
 
 
-def _report_context(trial: Trial, *, for_participant: bool) -> dict[str, Any]:
+def _report_context(
+    trial: Trial, *, for_participant: bool, with_figure: bool = True
+) -> dict[str, Any]:
+    """The context of ``_report_body.html``. ``with_figure=False`` for pages without plotly
+    (the fragment): the efficiency section then keeps its sentence but has no plot."""
     data = trial_report(trial, for_participant=for_participant)
+    efficiency = data["report"] is not None and bool(data["report"].get("efficiency"))
     figure = None
-    if data["report"] is not None and data["report"].get("efficiency"):
+    if efficiency and with_figure:
         label = "Your solution" if for_participant else "Submission"
         figure = json.loads(efficiency_figure(data["report"], label=label).to_json())
     summary = data["summary"]
@@ -62,6 +73,7 @@ def _report_context(trial: Trial, *, for_participant: bool) -> dict[str, Any]:
         "peak_memory_mib": (
             None if summary["peak_memory_kib"] is None else summary["peak_memory_kib"] / 1024
         ),
+        "efficiency": efficiency,
         "figure": figure,
         "for_participant": for_participant,
     }
@@ -97,6 +109,18 @@ def trial_report_page(request: HttpRequest, trial_id: int) -> HttpResponse:
 
 
 @login_required(login_url="/")
+@require_GET
+def trial_report_fragment(request: HttpRequest, trial_id: int) -> HttpResponse:
+    """The report body alone (no plot), for htmx; the same checks and 403 as the page."""
+    trial, reason = _participant_trial(request, trial_id)
+    if reason:
+        context = {"reason": reason}
+        return render(request, "study/results/_report_unavailable.html", context, status=403)
+    context = _report_context(trial, for_participant=True, with_figure=False)
+    return render(request, "study/results/_report_fragment.html", context)
+
+
+@login_required(login_url="/")
 def trial_report_json(request: HttpRequest, trial_id: int) -> JsonResponse:
     trial, reason = _participant_trial(request, trial_id)
     if reason:
@@ -118,24 +142,41 @@ def researcher_trial_report_json(request: HttpRequest, trial_id: int) -> JsonRes
     return JsonResponse(trial_report(trial, for_participant=False))
 
 
-@researcher_only
-def monitor(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_researcher(request.user, slug)
-    filters = monitor_data.Filters.parse(request.GET)
+def _monitor_context(study: Study, filters: monitor_data.Filters) -> dict[str, Any]:
+    """What ``_monitor_rows.html`` and ``_monitor_summary.html`` need: one page of the monitor
+    and the links that keep its filters."""
     data = monitor_data.monitor_page(study, filters, timezone.now())
     number, pages = data["page"]["number"], data["page"]["pages"]
-    context = {
+    query = urlencode(filters.query(page=number))
+    rows_url = reverse("study:monitor_rows", args=[study.slug])
+    return {
         "study": study,
         "data": data,
         "filters": filters,
-        "stages": [("active", "Still taking part"), *Participant.Stage.choices],
-        "tracks": list(study.tracks.values_list("code", flat=True)),
         "previous_url": "?" + urlencode(filters.query(page=number - 1)) if number > 1 else None,
         "next_url": "?" + urlencode(filters.query(page=number + 1)) if number < pages else None,
-        "json_url": reverse("study:monitor_json", args=[study.slug]),
-        "ws_path": f"/ws/studies/{study.slug}/monitor/",
+        "rows_url": f"{rows_url}?{query}" if query else rows_url,
     }
+
+
+@researcher_only
+def monitor(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_researcher(request.user, slug)
+    context = _monitor_context(study, monitor_data.Filters.parse(request.GET))
+    context["stages"] = [("active", "Still taking part"), *Participant.Stage.choices]
+    context["tracks"] = list(study.tracks.values_list("code", flat=True))
+    context["ws_path"] = f"/ws/studies/{study.slug}/monitor/"
     return render(request, "study/results/monitor.html", context)
+
+
+@researcher_only
+@require_GET
+def monitor_rows(request: HttpRequest, slug: str) -> HttpResponse:
+    """The monitor's rows for htmx, with the summary cards as an out-of-band swap."""
+    study = get_study_for_researcher(request.user, slug)
+    context = _monitor_context(study, monitor_data.Filters.parse(request.GET))
+    context["oob"] = True
+    return render(request, "study/results/_monitor_rows.html", context)
 
 
 @researcher_only

@@ -187,6 +187,12 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#grading")).to_be_visible()
     expect(page.locator("#grading-progress")).to_be_visible()
     expect(page.locator("#report")).to_contain_text("checks passed", timeout=240_000)
+    # The report is the server's fragment (study/results/_report_fragment.html), not a copy
+    # rebuilt in JavaScript: the same body as the report page, without its plot.
+    expect(page.locator("#report")).to_contain_text("Tests you could see")
+    expect(page.locator("#report .plotly-figure")).to_have_count(0)
+    expect(page.locator("#report").get_by_role("link", name="Open the full report")).to_be_visible()
+    expect(page.locator("#grading-text")).to_have_text("Graded. Your report:")
     expect(page.locator("#grading-bar")).to_have_attribute("style", re.compile("width: 100%"))
     expect(page.get_by_role("button", name="Run tests")).to_be_disabled()
     assert page.evaluate(

@@ -295,6 +295,12 @@ def test_a_closed_trial_refuses_changes_with_409_and_shows_its_grading() -> None
     assert 'data-closed="true"' in html
     assert 'id="grading-bar"' in html
     assert f"/study/trials/{trial.pk}/status/" in html
+    # The report is the server's htmx fragment (study.results), loaded once it is released.
+    urls = re.search(r'<script id="workspace-urls" type="application/json">(.*?)</script>', html)
+    assert urls is not None
+    assert f'"report": "/study/results/trials/{trial.pk}/report/fragment/"' in urls.group(1)
+    assert html.index("js/common.js") < html.index("js/workspace.js")
+    assert html.index("vendor/htmx/htmx.min.js") < html.index("js/common.js")
 
 
 # --- Submit -----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The researchers' live monitor: rows, filters, pagination, bounded queries, access, pushes."""
+"""The researchers' live monitor: rows, filters, pagination, bounded queries, access, pushes,
+and the htmx partial of its rows (``monitor/rows/``) that the page refreshes itself with."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -16,6 +18,7 @@ from django.utils import timezone
 
 from study.models import Participant, Study, Trial
 from study.results import consumers
+from study.templatetags.durations import duration
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
 from tests.study.results.test_reports import add_trial, researcher_client
@@ -32,6 +35,13 @@ def monitor_json(client: Client, study: Study, query: str = "") -> dict[str, Any
     response = client.get(f"/study/results/{study.slug}/monitor.json{query}")
     assert response.status_code == 200
     return response.json()
+
+
+def monitor_rows(client: Client, study: Study, query: str = "") -> str:
+    response = client.get(f"/study/results/{study.slug}/monitor/rows/{query}")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    return response.content.decode()
 
 
 def add_people(study: Study, n: int, start: int = 0) -> list[Participant]:
@@ -177,11 +187,107 @@ def test_query_count_does_not_grow_with_participants(
     assert data["summary"]["trials_active"] == 60
     with django_assert_num_queries(11):
         client.get(page_url)
+    # The rows partial costs what the JSON costs (the same data, rendered).
+    rows_url = f"/study/results/{study.slug}/monitor/rows/"
+    assert count_queries(client, rows_url) == 10
+
+
+# --- The htmx partial ---------------------------------------------------------------------
+def test_rows_partial_renders_rows_with_the_summary_out_of_band(study: Study) -> None:
+    working = make_participant(
+        study,
+        "SDE",
+        user=UserFactory(username="p-amber-fox"),
+        stage=Participant.Stage.IN_SESSION,
+        session_index=1,
+    )
+    active = add_trial(working, 1, "A", status=Trial.Status.ACTIVE)
+    Trial.objects.filter(pk=active.pk).update(deadline=timezone.now() + timedelta(minutes=30))
+    waiting = make_participant(
+        study, "MLE", user=UserFactory(username="p-blue-owl"), stage=Participant.Stage.WAITING
+    )
+    Participant.objects.filter(pk=waiting.pk).update(
+        next_session_opens_at=timezone.now() + timedelta(hours=2, minutes=1)
+    )
+    client = researcher_client(study)
+
+    html = monitor_rows(client, study)
+    assert "<html" not in html  # a fragment, not a page
+    assert "p-amber-fox" in html
+    assert "p-blue-owl" in html
+    assert working.internal_id in html
+    assert "Task 1 · A · " in html
+    # Time left is formatted on the server as monitor.js ticks it down ("short" style).
+    assert re.search(r'<span data-deadline="[^"]+">(29 min 5\d s|30 min 00 s)</span>', html)
+    assert "next session in 2 h 0" in html
+    assert f'data-server-time="{monitor_json(client, study)["server_time"][:10]}' in html
+    assert 'id="monitor-page">Page 1 of 1 · 2 participants</caption>' in html
+    # The summary cards come along as an out-of-band swap.
+    assert re.search(r'<dl [^>]*id="monitor-summary" hx-swap-oob="true">', html)
+    assert '<dd class="h5 mb-0" data-summary="participants">2</dd>' in html
+    assert '<dd class="h5 mb-0" data-summary="trials_active">1</dd>' in html
+
+    assert "No participants match." in monitor_rows(client, study, "?q=nobody")
+
+
+def test_page_and_partial_render_the_same_rows(study: Study) -> None:
+    make_participant(study, "SDE", user=UserFactory(username="p-amber-fox"), stage="in_session")
+    make_participant(study, "MLE", user=UserFactory(username="p-cyan-elk"), stage="withdrawn")
+    client = researcher_client(study)
+    page = client.get(f"/study/results/{study.slug}/monitor/?stage=withdrawn").content.decode()
+    # The page refreshes itself from the partial with its own filters, polled and pushed.
+    match = re.search(r'<div id="monitor-live" hx-get="([^"]+)" hx-trigger="([^"]+)"', page)
+    assert match is not None
+    assert match.group(1) == f"/study/results/{study.slug}/monitor/rows/?stage=withdrawn"
+    assert match.group(2) == "every 5s [!document.hidden], monitor-changed"
+    assert "hx-swap-oob" not in page  # the summary is in place on the page itself
+
+    rows = monitor_rows(client, study, "?stage=withdrawn")
+    assert "p-cyan-elk" in rows
+    assert "p-amber-fox" not in rows
+    body = rows[rows.index("<tbody") : rows.index("</tbody>")]
+    assert body in page
+
+
+def test_rows_partial_keeps_the_filters_in_its_page_links(study: Study) -> None:
+    for i in range(60):
+        make_participant(study, "SDE", user=UserFactory(username=f"p-page-{i:03d}"))
+    client = researcher_client(study)
+    first = monitor_rows(client, study, "?track=sde")
+    assert 'href="?track=SDE&amp;page=2">Next page' in first
+    second = monitor_rows(client, study, "?track=SDE&page=2")
+    assert 'href="?track=SDE">Previous page' in second
+    assert "Page 2 of 2 · 60 participants" in second
+    page = client.get(f"/study/results/{study.slug}/monitor/?track=SDE&page=2").content.decode()
+    assert f'hx-get="/study/results/{study.slug}/monitor/rows/?track=SDE&amp;page=2"' in page
+
+
+def test_rows_partial_only_answers_get(study: Study) -> None:
+    client = researcher_client(study)
+    assert client.post(f"/study/results/{study.slug}/monitor/rows/").status_code == 405
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "0 min 00 s"),
+        (-5, "0 min 00 s"),
+        (9, "0 min 09 s"),
+        (309, "5 min 09 s"),
+        (3599, "59 min 59 s"),
+        (3600, "1 h 00 min"),
+        (3720, "1 h 02 min"),
+        (90061, "25 h 01 min"),
+    ],
+)
+def test_duration_filter_formats_like_the_monitor_script(seconds: int | None, text: str) -> None:
+    assert duration(seconds) == text
 
 
 def test_monitor_is_for_researchers_of_the_study_only(study: Study) -> None:
     for url in (
         f"/study/results/{study.slug}/monitor/",
+        f"/study/results/{study.slug}/monitor/rows/",
         f"/study/results/{study.slug}/monitor.json",
     ):
         assert Client().get(url).status_code == 302  # sign in first
