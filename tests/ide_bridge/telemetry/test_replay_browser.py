@@ -15,9 +15,9 @@ from django.utils import timezone
 from ide_bridge.telemetry.services import ingest
 from study.trials.services import save_draft
 from tests.factories import ResearcherFactory
+from tests.ide_bridge.ai.test_ai_panel_browser import with_session
+from tests.ide_bridge.telemetry.test_replay import random_session
 from tests.ide_bridge.telemetry_helpers import started_trial, starter_code
-from tests.ide_bridge.test_ai_panel_browser import with_session
-from tests.ide_bridge.test_replay import random_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -2,7 +2,7 @@
 grading status and, when the study releases the report, loads the server's report fragment
 (``study:trial_report_fragment``) with htmx instead of writing a summary itself; while the
 report is held back it says so and loads nothing. The report itself is a fake graded one
-(tests/study/test_reports.py), so no sandbox is needed."""
+(tests/study/results/test_reports.py), so no sandbox is needed."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from study.models import Participant, Study, Trial
 from tests.factories import UserFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.test_monitor_browser import sign_in
-from tests.study.test_reports import HIDDEN_NAME, VISIBLE_NAME, add_trial, fake_report
+from tests.study.results.test_monitor_browser import sign_in
+from tests.study.results.test_reports import HIDDEN_NAME, VISIBLE_NAME, add_trial, fake_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
