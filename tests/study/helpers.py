@@ -48,16 +48,12 @@ def logged_in(study: Study) -> tuple[Client, Participant]:
     return client, account.participant
 
 
-def assigned(
-    study: Study,
-    client: Client | None = None,
-    *,
-    seed: int = 3,
-    track_preference: str | None = None,
-) -> tuple[Client, Participant]:
-    """A participant who followed their link, consented (typing a name where the form asks
-    for one) and answered the screening: stage ASSIGNED, with their trials created."""
-    logged_client, participant = logged_in(study)
+def consent_and_screen(
+    participant: Participant, *, seed: int = 3, track_preference: str | None = None
+) -> None:
+    """Consent (typing a name where the form asks for one) and answer the screening: the
+    participant is ASSIGNED, with their trials created."""
+    study = participant.study
     form = study.consent_form
     assert form is not None
     assert study.screening is not None
@@ -72,6 +68,18 @@ def assigned(
     submit_screening(participant, answers)
     participant.refresh_from_db()
     assert participant.stage == Participant.Stage.ASSIGNED
+
+
+def assigned(
+    study: Study,
+    client: Client | None = None,
+    *,
+    seed: int = 3,
+    track_preference: str | None = None,
+) -> tuple[Client, Participant]:
+    """A participant who followed their link, consented and answered the screening."""
+    logged_client, participant = logged_in(study)
+    consent_and_screen(participant, seed=seed, track_preference=track_preference)
     return client or logged_client, participant
 
 

@@ -7,7 +7,6 @@ test drives the countdown: warnings at 10 and 2 minutes, then the automatic subm
 from __future__ import annotations
 
 import os
-import random
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -20,12 +19,10 @@ from django.utils import timezone
 
 from evaluation.instances import get_instance
 from evaluation.services import record_instance
-from study.demo.answers import answers_for
 from study.enrolment.accounts import create_participants
-from study.enrolment.services import give_consent, submit_screening
 from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
-from tests.study.helpers import grading_queued, journey_study
+from tests.study.helpers import consent_and_screen, grading_queued, journey_study
 
 # A timeout here ends the run (thread method): SIGALRM inside Playwright's sync API leaves
 # the main thread's event loop broken, and every later test would fail with it.
@@ -72,18 +69,7 @@ def assigned_participant() -> tuple[str, Trial]:
     Arm.objects.filter(study=study).update(ai_mode=Arm.AIMode.NONE)
     account = create_participants(study, 1, created_by=ResearcherFactory.create())[0]
     participant = account.participant
-    form = study.consent_form
-    assert form is not None
-    assert study.screening is not None
-    give_consent(
-        participant,
-        agree=True,
-        checkboxes={box["id"]: True for box in form.checkboxes},
-        typed_name="Test Participant",
-    )
-    participant.refresh_from_db()
-    answers = answers_for(study.screening, random.Random(5), track_preference="SDE")
-    submit_screening(participant, answers)
+    consent_and_screen(participant, seed=5, track_preference="SDE")
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     if trial.template_slug != TEMPLATE:  # the quickest template to calibrate and grade

@@ -1,19 +1,12 @@
-"""The browser workspace over HTTP: opening starts the trial, autosave and state restore the
-code, visible tests run in the real sandbox, submit is final, and nothing hidden leaks."""
+"""The browser workspace over HTTP: the page offers the start, starting shows the files,
+autosave and state restore the code, closing at the deadline, and submit is final."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import random
 import re
-import types
 from datetime import timedelta
-from functools import cache
-from typing import Any
 
 import pytest
-from django.core.cache import cache as django_cache
 from django.test import Client
 from django.utils import timezone
 
@@ -24,109 +17,24 @@ from ide_bridge.workspace.environments import (
     EnvironmentUnavailable,
     get_environment,
 )
-from ide_bridge.workspace.services import run_lock_key
-from study.demo.answers import answers_for
 from study.enrolment.accounts import issue_login_link
-from study.enrolment.services import give_consent, submit_screening
-from study.models import Arm, Participant, Study, Trial
-from study.trials.services import MAX_DRAFT_BYTES, save_draft
-from tests.study.helpers import grading_queued, journey_study, logged_in
+from study.models import Arm, Trial
+from study.trials.services import save_draft
+from tests.ide_bridge.workspace.workspace_helpers import (
+    assigned,
+    efficient,
+    first_trial,
+    opened,
+    post,
+    starter,
+    url,
+)
+from tests.study.helpers import grading_queued, journey_study
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-# --- Helpers ----------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def fresh_cache() -> None:
-    """Personal-link logins are rate-limited per address in the cache; every test starts clean."""
-    django_cache.clear()
-
-
-@pytest.fixture(autouse=True)
-def fixed_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same plan and instance seeds in every test: rendering an instance takes seconds and
-    is cached per (template, seed), so repeated seeds keep this module fast and deterministic."""
-    counter = itertools.count(1)
-    monkeypatch.setattr(
-        "study.assignment.services.secrets",
-        types.SimpleNamespace(randbelow=lambda n: next(counter) % n),
-    )
-
-
-def assigned(study: Study, client: Client | None = None) -> tuple[Client, Participant]:
-    """A participant who followed their link, consented and was screened (stage ASSIGNED)."""
-    client_, participant = logged_in(study)
-    form = study.consent_form
-    assert form is not None
-    assert study.screening is not None
-    give_consent(
-        participant,
-        agree=True,
-        checkboxes={box["id"]: True for box in form.checkboxes},
-        typed_name="Test Participant",
-    )
-    participant.refresh_from_db()
-    answers = answers_for(study.screening, random.Random(3), track_preference="SDE")
-    submit_screening(participant, answers)
-    participant.refresh_from_db()
-    assert participant.stage == Participant.Stage.ASSIGNED
-    return client or client_, participant
-
-
-def first_trial(participant: Participant) -> Trial:
-    trial = participant.trials.order_by("period").first()
-    assert trial is not None
-    return trial
-
-
-def url(trial: Trial, endpoint: str = "") -> str:
-    return f"/ide/workspace/{trial.pk}/{endpoint}"
-
-
-def post(client: Client, path: str, body: Any, **extra: Any) -> Any:
-    return client.post(path, body, content_type="application/json", **extra)
-
-
-def opened(**arm_fields: Any) -> tuple[Client, Participant, Trial]:
-    study = journey_study()
-    if arm_fields:
-        Arm.objects.filter(study=study).update(**arm_fields)  # before the snapshot freezes
-    client, participant = assigned(study)
-    trial = first_trial(participant)
-    assert client.post(url(trial, "start"))["Location"] == url(trial)
-    assert client.get(url(trial)).status_code == 200
-    trial.refresh_from_db()
-    return client, participant, trial
-
-
-def starter(trial: Trial) -> str:
-    return get_instance(trial.template_slug, trial.seed).participant_files["solution.py"]
-
-
-def efficient(trial: Trial) -> str:
-    return get_instance(trial.template_slug, trial.seed).references["efficient"]
-
-
-@cache
-def _bwrap_problem() -> str:
-    from evaluation.sandbox import SandboxUnavailable, get_sandbox
-
-    try:
-        works, detail = get_sandbox("bwrap").self_test()
-    except SandboxUnavailable as exc:
-        return str(exc)
-    return "" if works else detail
-
-
-@pytest.fixture
-def bwrap(settings: Any) -> None:
-    """The real bubblewrap sandbox, or a skip (a failure under REQUIRE_SERVICES=1)."""
-    problem = _bwrap_problem()
-    if problem:
-        if os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}:
-            pytest.fail(f"the bwrap sandbox is required (REQUIRE_SERVICES=1): {problem}")
-        pytest.skip(f"the bwrap sandbox cannot run here: {problem}")
-    settings.EVALUATION_SANDBOX_BACKEND = "bwrap"
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("fresh_cache", "repeatable_seeds"),
+]
 
 
 # --- Opening the workspace --------------------------------------------------------------------
@@ -319,157 +227,3 @@ def test_submit_stores_the_editor_code_and_queues_grading() -> None:
     assert trial.submission is not None
     assert bytes(trial.submission.source) == code.encode()
     assert client.get(body["status_url"]).json()["grading"]["status"] == "queued"
-
-
-# --- Visible tests in the real sandbox --------------------------------------------------------
-@pytest.mark.usefixtures("bwrap")
-def test_running_the_starter_shows_failing_unittest_output() -> None:
-    client, _, trial = opened()
-    response = post(client, url(trial, "run"), {"code": starter(trial)})
-    assert response.status_code == 200
-    result = response.json()
-    assert result["ok"] is False
-    assert result["status"] == "failed"
-    assert result["tests_run"] > 0
-    assert result["failures"] + result["errors"] > 0
-    assert "NotImplementedError" in result["output"]
-    assert "Ran " in result["output"]
-    trial.refresh_from_db()
-    assert trial.draft_code == starter(trial)  # a run autosaves first
-
-
-@pytest.mark.usefixtures("bwrap")
-def test_running_the_efficient_reference_passes_the_visible_tests() -> None:
-    client, _, trial = opened()
-    result = post(client, url(trial, "run"), {"code": efficient(trial)}).json()
-    assert result["status"] == "passed", result["output"]
-    assert result["ok"] is True
-    assert result["failures"] == result["errors"] == 0
-    assert "OK" in result["output"]
-
-
-@pytest.mark.usefixtures("bwrap")
-def test_a_syntax_error_is_reported_as_an_error() -> None:
-    client, _, trial = opened()
-    result = post(client, url(trial, "run"), {"code": "def broken(:\n"}).json()
-    assert result["status"] == "error"
-    assert "SyntaxError" in result["output"]
-
-
-def test_a_second_run_while_one_is_going_gets_429() -> None:
-    client, _, trial = opened()
-    django_cache.add(run_lock_key(trial.pk), 1, timeout=30)
-    try:
-        response = post(client, url(trial, "run"), {"code": "x = 1\n"})
-    finally:
-        django_cache.delete(run_lock_key(trial.pk))
-    assert response.status_code == 429
-    assert "still going" in response.json()["error"]
-
-
-@pytest.mark.usefixtures("bwrap")
-def test_hidden_test_names_never_appear_in_any_workspace_response() -> None:
-    client, _, trial = opened()
-    instance = get_instance(trial.template_slug, trial.seed)
-    shown = "\n".join(instance.participant_files.values())
-    hidden = [c.name for c in instance.hidden_cases if c.name not in shown]
-    assert hidden
-    bodies = [
-        client.get(url(trial)).content.decode(),
-        client.get(url(trial, "state")).content.decode(),
-        post(client, url(trial, "run"), {"code": starter(trial)}).content.decode(),
-        post(client, url(trial, "run"), {"code": efficient(trial)}).content.decode(),
-    ]
-    with grading_queued():
-        bodies.append(
-            post(client, url(trial, "submit"), {"code": efficient(trial)}).content.decode()
-        )
-    bodies.append(client.get(url(trial)).content.decode())
-    for body in bodies:
-        for name in hidden:
-            assert name not in body, name
-        assert "references" not in body
-        assert "def generate" not in body
-
-
-# --- Errors: bad bodies, CSRF, sign-in, other people's trials ---------------------------------
-@pytest.mark.parametrize("endpoint", ["autosave", "run", "submit"])
-def test_bad_json_is_a_400_with_a_message(endpoint: str) -> None:
-    client, _, trial = opened()
-    for body in ("{not json", '{"code": 5}', '["x"]', ""):
-        response = client.post(url(trial, endpoint), body, content_type="application/json")
-        assert response.status_code == 400, body
-        assert response.json()["error"]
-    trial.refresh_from_db()
-    assert trial.status == Trial.Status.ACTIVE
-
-
-def test_code_over_the_size_limit_is_a_413() -> None:
-    client, _, trial = opened()
-    huge = "#" * (MAX_DRAFT_BYTES + 1)
-    for endpoint in ("autosave", "run", "submit"):
-        response = post(client, url(trial, endpoint), {"code": huge})
-        assert response.status_code == 413, endpoint
-        assert "KiB" in response.json()["error"]
-
-
-def test_csrf_token_from_the_page_is_required() -> None:
-    study = journey_study()
-    client, participant = assigned(study, Client(enforce_csrf_checks=True))
-    client.force_login(participant.user)
-    trial = first_trial(participant)
-    ready = client.get(url(trial)).content.decode()
-    form_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', ready)
-    assert form_token
-    assert client.post(url(trial, "start")).status_code == 403
-    client.post(url(trial, "start"), {"csrfmiddlewaretoken": form_token.group(1)})
-    html = client.get(url(trial)).content.decode()
-    match = re.search(r'name="csrf-token" content="([^"]+)"', html)
-    assert match
-    body = {"code": "x = 1\n"}
-    for endpoint in ("autosave", "run", "submit"):
-        assert post(client, url(trial, endpoint), body).status_code == 403, endpoint
-    response = post(client, url(trial, "autosave"), body, HTTP_X_CSRFTOKEN=match.group(1))
-    assert response.status_code == 200
-
-
-def test_signed_out_requests_get_401_json_and_the_page_redirects() -> None:
-    _, _, trial = opened()
-    anonymous = Client()
-    assert anonymous.get(url(trial)).status_code == 302
-    assert anonymous.get(url(trial, "state")).status_code == 401
-    response = post(anonymous, url(trial, "autosave"), {"code": "x"})
-    assert response.status_code == 401
-    assert "signed out" in response.json()["error"]
-    assert post(anonymous, url(trial, "run"), {"code": "x"}).status_code == 401
-
-
-def test_another_participant_gets_404_from_every_endpoint() -> None:
-    study = journey_study()
-    client, participant = assigned(study)
-    other, _ = assigned(study)
-    trial = first_trial(participant)
-    client.post(url(trial, "start"))
-    post(client, url(trial, "autosave"), {"code": "mine = 1\n"})
-    assert other.get(url(trial)).status_code == 404
-    assert other.post(url(trial, "start")).status_code == 404
-    assert other.get(url(trial, "state")).status_code == 404
-    for endpoint in ("autosave", "run", "submit"):
-        response = post(other, url(trial, endpoint), {"code": "theirs = 1\n"})
-        assert response.status_code == 404, endpoint
-        assert response.json() == {"error": "Not found."}
-    trial.refresh_from_db()
-    assert trial.status == Trial.Status.ACTIVE
-    assert trial.draft_code == "mine = 1\n"
-    # A trial id that does not exist looks exactly the same.
-    assert post(other, "/ide/workspace/999999/autosave", {"code": ""}).json() == {
-        "error": "Not found."
-    }
-
-
-def test_a_researcher_without_a_participant_record_gets_404(researcher: Any) -> None:
-    _, _, trial = opened()
-    client = Client()
-    client.force_login(researcher)
-    assert client.get(url(trial)).status_code == 404
-    assert client.get(url(trial, "state")).status_code == 404

@@ -21,7 +21,7 @@ from study.results import consumers
 from study.templatetags.durations import duration
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.results.test_reports import add_trial, researcher_client
+from tests.study.results.report_helpers import add_trial, researcher_client
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from study.models import Participant, Study, Trial
 from study.templatetags.durations import duration
 from tests.factories import ResearcherFactory, UserFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.results.test_reports import add_trial
+from tests.study.results.report_helpers import add_trial
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

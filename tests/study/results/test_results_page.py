@@ -17,7 +17,7 @@ from study.questionnaires.instruments import attach_default_instruments
 from study.results.dashboard import COLUMNS, trial_table
 from tests.factories import UserFactory
 from tests.study.factories_study import make_participant, make_study
-from tests.study.results.test_reports import add_trial, fake_report, researcher_client
+from tests.study.results.report_helpers import add_trial, fake_report, researcher_client
 
 pytestmark = pytest.mark.django_db
 

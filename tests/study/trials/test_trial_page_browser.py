@@ -13,8 +13,8 @@ import pytest
 from study.models import Participant, Study, Trial
 from tests.factories import UserFactory
 from tests.study.factories_study import make_participant, make_study
+from tests.study.results.report_helpers import HIDDEN_NAME, VISIBLE_NAME, add_trial, fake_report
 from tests.study.results.test_monitor_browser import sign_in
-from tests.study.results.test_reports import HIDDEN_NAME, VISIBLE_NAME, add_trial, fake_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
