@@ -336,3 +336,13 @@ def test_a_request_the_browser_abandons_is_still_recorded_and_counted(
     async_to_sync(abandon)()  # database work on this thread, as in the test client
     row = AIRequest.objects.get(trial=trial)
     assert (row.status, row.prompt_tokens, row.usage_source) == ("ok", 21, "provider")
+
+
+def test_deeply_nested_json_is_a_400_and_reaches_no_provider(no_provider_calls: None) -> None:
+    client, trial, _ = open_trial(ai_mode="chat", ai_provider="demo")
+    body = '{"message": "hi", "extra": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    for kind in ("chat", "complete", "feedback", "outcome"):
+        response = post(client, trial, kind, body)
+        assert response.status_code == 400, kind
+        assert response.json() == {"error": "The request body is not valid JSON."}
+    assert not AIRequest.objects.exists()

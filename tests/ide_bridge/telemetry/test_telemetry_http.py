@@ -158,3 +158,17 @@ def test_no_events_are_stored_once_the_participant_withdrew(
     refused = post(trial.pk, batch(events(3, 4)), token=token)
     assert (refused.status_code, refused.json()["code"]) == (409, "trial_closed")
     assert TrialEvent.objects.filter(trial=trial).count() == 2
+
+
+def test_deeply_nested_json_is_a_400(trial_and_token: tuple[Trial, str]) -> None:
+    trial, token = trial_and_token
+    body = '{"type": "batch", "events": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    response = Client().post(
+        reverse("ide_bridge:events", args=[trial.pk]),
+        body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_json"
+    assert not TrialEvent.objects.exists()

@@ -38,6 +38,18 @@ def test_bad_json_is_a_400_with_a_message(endpoint: str) -> None:
     assert trial.status == Trial.Status.ACTIVE
 
 
+@pytest.mark.parametrize("depth", [33, 50_000])
+def test_deeply_nested_json_is_a_400_not_a_crash(depth: int) -> None:
+    client, _, trial = opened()
+    body = '{"code": "x", "extra": ' + "[" * depth + "]" * depth + "}"
+    for endpoint in ("autosave", "run", "submit"):
+        response = client.post(url(trial, endpoint), body, content_type="application/json")
+        assert response.status_code == 400, endpoint
+        assert response.json() == {"error": "The request body is not valid JSON."}
+    trial.refresh_from_db()
+    assert trial.status == Trial.Status.ACTIVE
+
+
 def test_code_over_the_size_limit_is_a_413() -> None:
     client, _, trial = opened()
     huge = "#" * (MAX_DRAFT_BYTES + 1)
