@@ -31,6 +31,7 @@ REQUIRED_FILES = (
 )
 TRACKS = ("SDE", "MLE", "DS")
 DIFFICULTIES = ("easy", "medium", "hard")
+MAX_PROCESSES = 64  # the sandbox runner's own bound on a run's processes and threads
 REQUIRED_CONTEXT = ("company", "role", "scenario")
 # Placeholders every template may use besides its params, names and context.
 BUILTIN_PLACEHOLDERS = frozenset(
@@ -111,15 +112,29 @@ def content_hash(directory: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_limits(where: Path, limits: object) -> tuple[float, int]:
-    if not isinstance(limits, dict) or set(limits) != {"cpu_s", "mem_mib"}:
-        raise _fail(where, "limits", "must be a table with exactly the keys cpu_s and mem_mib")
+def _check_limits(where: Path, limits: object) -> tuple[float, int, int]:
+    if not isinstance(limits, dict) or not {"cpu_s", "mem_mib"} <= set(limits) <= {
+        "cpu_s",
+        "mem_mib",
+        "processes",
+    }:
+        raise _fail(
+            where, "limits", "must be a table with the keys cpu_s and mem_mib (and processes)"
+        )
     cpu_s, mem_mib = limits["cpu_s"], limits["mem_mib"]
+    processes = limits.get("processes", 1)
+    if not _is_int(processes) or not 1 <= processes <= MAX_PROCESSES:
+        raise _fail(
+            where,
+            "limits.processes",
+            f"must be an integer in [1, {MAX_PROCESSES}]: the processes and threads a solution "
+            "may have, itself included (1: no child process or thread)",
+        )
     if not _is_number(cpu_s) or not 0 < float(cpu_s) <= 600:
         raise _fail(where, "limits.cpu_s", "must be a number of seconds in (0, 600]")
     if not _is_int(mem_mib) or not 32 <= mem_mib <= 16384:
         raise _fail(where, "limits.mem_mib", "must be an integer number of MiB in [32, 16384]")
-    return float(cpu_s), int(mem_mib)
+    return float(cpu_s), int(mem_mib), int(processes)
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
@@ -331,7 +346,7 @@ def parse_template(directory: Path) -> TemplateSpec:
     minutes = data["time_limit_min"]
     if not _is_int(minutes) or not 5 <= minutes <= 240:
         raise _fail(where, "time_limit_min", "must be an integer number of minutes in [5, 240]")
-    cpu_s, mem_mib = _check_limits(where, data["limits"])
+    cpu_s, mem_mib, processes = _check_limits(where, data["limits"])
     if not isinstance(data["params"], dict):
         raise _fail(where, "params", "must be a table of parameter tables")
     for name, spec in data["params"].items():
@@ -353,6 +368,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         content_hash=content_hash(directory),
         cpu_s=cpu_s,
         mem_mib=mem_mib,
+        processes=processes,
         raw=data,
     )
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evaluation.calibration import CalibrationResult
-from evaluation.runs import case_spec, run_with_retries
+from evaluation.runs import accounting_of, case_spec, run_with_retries
 from evaluation.sandbox.base import RunResult, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
 from evaluation.verdicts import CaseOutcome, Verdict, judge
@@ -74,17 +74,19 @@ def grade(
         report["efficiency"].update(time_ok=False, memory_ok=False)
         return _aggregate(report, duration_s, tokens)
 
+    accounting: set[str] = set()
     rows, retries = grade_functional(
-        instance, source, sandbox=sandbox, progress=progress, total=total
+        instance, source, sandbox=sandbox, progress=progress, total=total, accounting=accounting
     )
     report["tests"].extend(rows)
     perf_rows, efficiency, n = _grade_performance(
-        instance, source, sandbox, calibration, perf_rounds, tolerate_drift
+        instance, source, sandbox, calibration, perf_rounds, tolerate_drift, accounting
     )
     retries += n
     report["tests"].extend(perf_rows)
     report["efficiency"].update(efficiency)
     report["sandbox"]["retries"] = retries
+    report["sandbox"]["accounting"] = ", ".join(sorted(accounting))
     if progress:
         progress(total, total)
     if any(t["verdict"] == Verdict.SE for t in report["tests"]):
@@ -99,6 +101,7 @@ def grade_functional(
     sandbox: Sandbox,
     progress: Progress | None = None,
     total: int | None = None,
+    accounting: set[str] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Run every functional test once; returns report rows and the number of sandbox retries."""
     functional = [c for c in instance.cases if c.kind == "functional"]
@@ -111,6 +114,8 @@ def grade_functional(
         specs = [case_spec(instance, source, c, cpu_s=cpu, mem_mib=mem) for c in chunk]
         results, n = run_with_retries(sandbox, specs)
         retries += n
+        if accounting is not None:
+            accounting.update(accounting_of(results))
         for case, spec, run in zip(chunk, specs, results, strict=True):
             rows.append(_row(case, judge(case, spec, run, instance.compare), run))
         if progress:
@@ -137,6 +142,7 @@ def _grade_performance(
     calibration: CalibrationResult,
     rounds: int,
     tolerate_drift: bool = False,
+    accounting: set[str] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     perf = [c for c in instance.cases if c.kind == "performance"]
     canary_source = instance.references["efficient"].encode()
@@ -160,6 +166,8 @@ def _grade_performance(
                     keys.append((label, case))
             results, n = run_with_retries(sandbox, specs)
             retries += n
+            if accounting is not None:
+                accounting.update(accounting_of(results))
             for (label, case), spec, run in zip(keys, specs, results, strict=True):
                 if label == "canary":
                     canaries[case.name].append(run)
@@ -291,7 +299,12 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
             "naive_capped": calibration.naive_capped,
             "ratio": round(calibration.ratio, 3),
         },
-        "sandbox": {"backend": calibration.backend, "retries": 0},
+        "sandbox": {
+            "backend": calibration.backend,
+            "retries": 0,
+            "accounting": "",
+            "processes": instance.template.processes,
+        },
         "completion_time_s": None,
         "tokens": None,
         "error": None,

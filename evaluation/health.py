@@ -21,4 +21,7 @@ def sandbox_status() -> dict[str, Any]:
         "backend": sandbox.name,
         "isolated": sandbox.safe,
         "detail": detail,
+        # cgroup-v1/-v2: CPU and memory are the whole process tree's; "none: ..." means no
+        # cgroup could be had, so solutions may start no child process or thread at all.
+        "accounting": sandbox.accounting,
     }

@@ -29,7 +29,13 @@ def case_spec(
     """One fresh process calling the entry point on this case's input. The expected output
     stays on the host."""
     return call_spec(
-        source, instance.entry_point, case.args, case.kwargs, cpu_s=cpu_s, mem_mib=mem_mib
+        source,
+        instance.entry_point,
+        case.args,
+        case.kwargs,
+        cpu_s=cpu_s,
+        mem_mib=mem_mib,
+        processes=instance.template.processes,
     )
 
 
@@ -40,7 +46,11 @@ def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: i
     every flat participant file, with the submitted source as solution.py.
     """
     spec = sandbox_unittest_spec(
-        source, instance.participant_files["test_visible.py"], cpu_s=cpu_s, mem_mib=mem_mib
+        source,
+        instance.participant_files["test_visible.py"],
+        cpu_s=cpu_s,
+        mem_mib=mem_mib,
+        processes=instance.template.processes,
     )
     extra = {
         name: text.encode()
@@ -48,6 +58,12 @@ def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: i
         if "/" not in name and name.endswith((".py", ".json", ".csv", ".txt"))
     }
     return replace(spec, files={**extra, **spec.files})
+
+
+def accounting_of(results: Sequence[RunResult]) -> set[str]:
+    """How the runs were measured: ``cgroup-v1``/``cgroup-v2`` (the whole process tree) or
+    ``none: <why>`` (no child processes were allowed)."""
+    return {str(r.extra["accounting"]) for r in results if r.extra.get("accounting")}
 
 
 def run_with_retries(sandbox: Sandbox, specs: Sequence[RunSpec]) -> tuple[list[RunResult], int]:

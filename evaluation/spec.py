@@ -47,6 +47,7 @@ class TemplateSpec:
     cpu_s: float  # hard per-test CPU cap before calibration tightens it
     mem_mib: int
     raw: dict[str, Any]  # the parsed TOML, for the instantiation tools
+    processes: int = 1  # processes and threads a solution may have, itself included
 
 
 @dataclass(frozen=True)

@@ -254,6 +254,9 @@ LOGGING = {
 # --- Evaluation engine ----------------------------------------------------------------------
 # "bwrap" (default, Linux), "docker" (needs an engine), "unsafe" (DEBUG only; no isolation).
 EVALUATION_SANDBOX_BACKEND = env.str("EVALUATION_SANDBOX_BACKEND", default="bwrap")
+# Measure each run with its own cgroup (the whole process tree); off: solutions may then start
+# no child process or thread at all (/healthz/ and reports say which).
+EVALUATION_CGROUPS = env.bool("EVALUATION_CGROUPS", default=True)
 CELERY_TASK_ROUTES = {"evaluation.grade_submission": {"queue": "judge"}}
 # Grading a submission runs many sandboxed processes; a stuck task is killed after this.
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)

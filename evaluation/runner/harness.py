@@ -1,8 +1,12 @@
 """The harness: runs INSIDE the sandbox as ``/usr/bin/python3 -I -S -B /sandbox/harness.py``.
 
 Standard library only. Standard input is one JSON object (the request); exactly one JSON line is
-written on the ORIGINAL standard output. Before any participant code runs, fd 1 is pointed at
-fd 2, so the solution's ``print`` output goes to standard error and cannot corrupt the reply.
+written on the ORIGINAL standard output. The harness forks before any participant code runs: the
+child runs the solution with fd 1 pointed at fd 2 (its ``print`` output goes to standard error)
+and without the original standard output, and sends its reply through a pipe; the parent, which
+no participant code ever touches, writes that reply only if the child exited normally, and exits
+with the child's status (``128 + N`` if it was killed by signal N). A solution therefore cannot
+write the harness's reply itself or have its own processes' output taken for it.
 
 The solution runs in the main thread (so ``signal.signal`` works for it) with a recursion limit
 of 10 000; the runner gives the process a 64 MiB stack (``RLIMIT_STACK``), enough for that depth
@@ -214,7 +218,7 @@ def do_call(request: dict[str, Any]) -> str:
     return _fail("NotSerializable", message)
 
 
-def do_unittest(request: dict[str, Any], result_fd: int) -> str:
+def do_unittest(request: dict[str, Any], result_fd: int) -> str:  # result_fd: the child's pipe
     import unittest
 
     path = _resolve(request.get("test_file"))
@@ -265,22 +269,80 @@ def handle(request: object, result_fd: int) -> tuple[str, str]:
 
 
 def main() -> None:
-    result_fd = os.dup(1)
+    reply_fd = os.dup(1)
     os.dup2(2, 1)
+    raw = sys.stdin.buffer.read()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    pipe_r, pipe_w = os.pipe()
     try:
-        raw = sys.stdin.buffer.read()
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        pid = os.fork()
+    except OSError as exc:  # the sandbox allows the harness this one process
+        _finish(reply_fd, _fail("SandboxError", f"the harness could not start ({exc})"), "fork")
+    if pid == 0:
+        os.close(pipe_r)
+        os.close(reply_fd)
+        _child(raw, pipe_w)
+    os.close(pipe_w)
+    _supervise(pid, pipe_r, reply_fd)
+
+
+def _child(raw: bytes, pipe_w: int) -> None:
+    """Run the request; the reply goes to the parent through ``pipe_w``. Never returns."""
+    try:
         try:
             request = json_loads(raw.decode("utf-8") or "null")
         except ValueError:
             request = None
         sys.setrecursionlimit(RECURSION_LIMIT)
-        line, note = handle(request, result_fd)
+        line, note = handle(request, pipe_w)
     except MemoryError:
         line, note = _fail("MemoryError", OUT_OF_MEMORY), "MemoryError"
-    _finish(result_fd, line, note)
+    _finish(pipe_w, line, note)
+
+
+def _supervise(pid: int, pipe_r: int, reply_fd: int) -> None:
+    """Collect the child's reply until it exits (processes it left cannot hold us), then
+    forward it, or nothing if the child was killed. Never returns."""
+    import select
+
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pipe_r, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    chunks: list[bytes] = []
+    open_pipe, exited = True, False
+    while open_pipe and not exited:
+        for fd, _event in poller.poll():
+            if fd == pidfd:
+                exited = True
+            else:
+                data = os.read(pipe_r, 1 << 16)
+                if data:
+                    chunks.append(data)
+                else:
+                    open_pipe = False
+    if open_pipe:  # the child is gone: take what it wrote, not what its children still write
+        os.set_blocking(pipe_r, False)
+        while True:
+            try:
+                data = os.read(pipe_r, 1 << 16)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        os._exit(128 + os.WTERMSIG(status))
+    reply = memoryview(b"".join(chunks))
+    try:
+        while reply:
+            reply = reply[os.write(reply_fd, reply) :]
+    except OSError:
+        pass
+    os._exit(os.WEXITSTATUS(status))
 
 
 def _finish(result_fd: int, line: str, note: str) -> None:

@@ -4,29 +4,38 @@ Started by a backend as ``/usr/bin/python3 -I -S -B evaluation/runner/runner.py`
 never the project's venv: the runner must stay small because its RSS is the floor of every
 child's ``ru_maxrss``, notes/sandbox.md §4 pitfall 1). Not imported by Django.
 
-Protocol (version 1). Standard input (or the file after ``--batch``) is one JSON object::
+Protocol (version 2). Standard input (or the file after ``--batch``) is one JSON object::
 
-    {"protocol": 1, "mode": "bwrap" | "unsafe" | "docker",
+    {"protocol": 2, "mode": "bwrap" | "unsafe" | "docker",
      "specs": [{"files": {"solution.py": "<base64>", ...}, "argv": ["python3", ...],
                 "stdin": "<base64>", "cpu_s": 2.0, "wall_s": 5.0, "mem_mib": 512,
-                "fsize_mib": 8, "nproc": 16, "out_cap": 1000000, "tmpfs_mib": 16}, ...]}
+                "fsize_mib": 8, "processes": 1, "out_cap": 1000000, "tmpfs_mib": 16}, ...]}
+
+``processes`` is how many processes and threads the solution's own tree may have (1: none
+besides itself); the harness's supervising process comes on top. Without a per-run cgroup the
+runner allows 1 whatever is asked (nothing could measure the others).
 
 ``wall_s`` is the effective wall limit (the backend resolves 0). An optional top-level
-``"tmp_parent"`` names where run directories are created (default ``/tmp``). Standard output is
+``"tmp_parent"`` names where run directories are created (default ``/tmp``), and
+``"cgroups": false`` switches per-run cgroups off (no child processes then). Standard output is
 one JSON line::
 
-    {"protocol": 1, "runner_version": "...", "python": "3.11.2", "mode": "bwrap", "uid": 65534,
+    {"protocol": 2, "runner_version": "...", "python": "3.11.2", "mode": "bwrap", "uid": 65534,
+     "accounting": "cgroup-v1" | "cgroup-v2" | "none: <why>",
      "results": [{"status": "OK", "exit_code": 0, "signal": null, "cpu_s": 0.03,
                   "wall_s": 0.04, "peak_rss_kib": 10240, "stdout": "<base64>",
                   "stderr_tail": "...", "detail": "", "extra": {...}}, ...]}
 
-or, when the batch itself cannot run, ``{"protocol": 1, "error": "<one sentence>"}`` and exit 2.
+or, when the batch itself cannot run, ``{"protocol": 2, "error": "<one sentence>"}`` and exit 2.
 
 Per run (mode ``bwrap``): a fresh 0700 RUNDIR holds the spec's files, which are bound read-only
 at ``/sandbox/<name>``; bwrap gets a seccomp denylist (``seccomp_bpf.py``), a size-limited
-``/tmp`` and ``prlimit --nproc`` inside the user namespace; ``supervise.py`` watches CPU, wall and
-output from outside and SIGKILLs the program (never bwrap) on overrun. If started as root, the
-runner first drops to uid/gid 65534 with ``no_new_privs``, so no sandboxed code runs as root.
+``/tmp``, no ``/proc``, only the interpreter, its standard library and shared libraries from
+``/usr``, and ``prlimit --nproc`` inside the user namespace (counted per namespace). The run
+joins its own cgroup (``cgroups.py``) before bwrap starts, so CPU, peak memory and the process
+count are the whole tree's; ``supervise.py`` watches CPU, wall and output from outside and
+SIGKILLs the program (never bwrap) on overrun. If started as root, the runner first delegates
+the cgroups and drops to uid/gid 65534 with ``no_new_privs``, so no sandboxed code runs as root.
 Mode ``unsafe`` runs the same programs with rlimits only (NOT a sandbox, developer machines);
 mode ``docker`` runs inside a throw-away container as root and drops each child to 65534.
 """
@@ -45,13 +54,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from evaluation.runner import seccomp_bpf, supervise
+    from evaluation.runner import cgroups, seccomp_bpf, supervise
 else:  # siblings, found through the line above (no `typing` import: it costs RSS)
+    import cgroups
     import seccomp_bpf
     import supervise
 
-RUNNER_VERSION = "1.0"
-PROTOCOL = 1
+RUNNER_VERSION = "2.0"
+PROTOCOL = 2
+MAX_PROCESSES = 64
+# Tasks of the run's cgroup that are not the solution's: bwrap (outside and its pid-namespace
+# set-up) and the harness's supervising process.
+SANDBOX_TASKS = 3
 SANDBOX_UID = 65534
 MIB = 1024 * 1024
 AS_GRACE_MIB = 128  # interpreter, stack, allocator slack (MLE is judged on peak RSS)
@@ -92,12 +106,14 @@ class Spec:
             self.stdin = base64.b64decode(raw.get("stdin", ""))
             self.cpu_s, self.wall_s = float(raw["cpu_s"]), float(raw["wall_s"])
             self.mem_mib, self.fsize_mib = int(raw["mem_mib"]), int(raw["fsize_mib"])
-            self.nproc, self.out_cap = int(raw["nproc"]), int(raw["out_cap"])
+            self.processes, self.out_cap = int(raw.get("processes", 1)), int(raw["out_cap"])
             self.tmpfs_mib = int(raw.get("tmpfs_mib", 16))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BatchError(f"a spec is malformed ({exc!r})") from None
         if not self.argv:
             raise BatchError("a spec has an empty argv")
+        if not 1 <= self.processes <= MAX_PROCESSES:
+            raise BatchError(f"a spec's processes must be in [1, {MAX_PROCESSES}]")
 
     def rlimits(self, nproc: int | None = None) -> list[tuple[int, int]]:
         limits = [
@@ -155,26 +171,48 @@ def _remove_files(names: list[str], directory: str) -> None:
         os.close(dfd)
 
 
-def _bwrap_argv(spec: Spec, rundir: str, names: list[str]) -> list[str]:
+def _system_binds() -> list[str]:
+    """bwrap arguments showing the interpreter and what it loads; nothing else of ``/usr``.
+
+    The interpreter, ``prlimit``, the standard library, the shared libraries and the time zone
+    database are bound read-only; ``/usr/local``, ``/usr/share``, other programs and other
+    Pythons' packages are not there at all.
+    """
+    python = os.path.realpath(sys.executable)
+    paths = [python, PRLIMIT, os.path.dirname(os.path.realpath(os.__file__))]
+    multiarch = getattr(sys.implementation, "_multiarch", "")
+    for lib in (f"/usr/lib/{multiarch}", "/usr/lib64", "/usr/share/zoneinfo"):
+        if os.path.isdir(lib) and lib != "/usr/lib/":
+            paths.append(os.path.realpath(lib))
+    argv: list[str] = []
+    for path in dict.fromkeys(paths):
+        argv += ["--ro-bind", path, path]
+    if os.path.islink(sys.executable):
+        argv += ["--symlink", os.readlink(sys.executable), sys.executable]
+    for top in ("lib", "lib64", "bin", "sbin"):
+        if os.path.islink("/" + top):
+            argv += ["--symlink", os.readlink("/" + top), "/" + top]
+        elif os.path.isdir("/" + top):
+            argv += ["--ro-bind", "/" + top, "/" + top]
+    return argv
+
+
+def _bwrap_argv(spec: Spec, rundir: str, names: list[str], processes: int) -> list[str]:
     argv = [BWRAP, "--json-status-fd", str(STATUS_FD), "--unshare-all", "--unshare-user"]
     argv += ["--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
     argv += ["--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     argv += ["--hostname", "sandbox", "--clearenv"]
     for key, value in SANDBOX_ENV.items():
         argv += ["--setenv", key, value]
-    argv += ["--ro-bind", "/usr", "/usr"]
-    for top in ("lib", "lib64", "bin", "sbin"):
-        if os.path.islink("/" + top):
-            argv += ["--symlink", os.readlink("/" + top), "/" + top]
-        elif os.path.isdir("/" + top):
-            argv += ["--ro-bind", "/" + top, "/" + top]
+    argv += _system_binds()
     tmpfs = spec.tmpfs_mib * MIB
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(MIB), "--tmpfs", SANDBOX_SHM]
+    argv += ["--dev", "/dev", "--size", str(MIB), "--tmpfs", SANDBOX_SHM]
     argv += ["--remount-ro", "/dev", "--size", str(tmpfs), "--tmpfs", SANDBOX_TMP]
     for name in names:
         argv += ["--ro-bind", os.path.join(rundir, name), "/sandbox/" + name]
     argv += ["--remount-ro", "/", "--chdir", SANDBOX_TMP, "--seccomp", str(SECCOMP_FD), "--"]
-    argv += [PRLIMIT, f"--nproc={spec.nproc}", "--"]
+    # RLIMIT_NPROC counts per user namespace: the harness's supervisor plus the solution's tree.
+    argv += [PRLIMIT, f"--nproc={1 + processes}", "--"]
     return argv + _resolve_argv(spec.argv, "/sandbox")
 
 
@@ -193,10 +231,44 @@ def _count_processes(uid: int) -> int:
     return count
 
 
-def run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[str, object]:
+class Batch:
+    """What every run of one batch shares: mode, seccomp policy, run-directory parent, cgroups."""
+
+    def __init__(self, mode: str, tmp_parent: str, use_cgroups: bool = True) -> None:
+        self.mode, self.tmp_parent, self.use_cgroups = mode, tmp_parent, use_cgroups
+        self.seccomp = b""
+        self.layout: cgroups.Layout | None = None
+        self.accounting = "none: only the bwrap mode runs each program in its own cgroup"
+
+    def prepare(self) -> None:
+        """As root (if we are): delegate the cgroups; then drop to the sandbox uid."""
+        if self.mode == "bwrap" and not self.use_cgroups:
+            self.accounting = "none: per-run cgroups are switched off (EVALUATION_CGROUPS)"
+        elif self.mode == "bwrap":
+            self.layout, why = cgroups.delegate(SANDBOX_UID)
+            self.accounting = self.layout.kind if self.layout else "none: " + why
+        if self.mode != "docker" and os.geteuid() == 0:
+            supervise.drop_privileges(SANDBOX_UID)
+        supervise.die_with_parent()  # after the uid change, which clears it
+        os.chdir("/")
+        if self.mode == "bwrap":
+            self.seccomp = seccomp_bpf.build_filter()
+
+    def group(self, spec: Spec) -> tuple[cgroups.RunGroup | None, str]:
+        """The run's own cgroup, or (None, why) when the batch has none or it cannot be made."""
+        if self.layout is None:
+            return None, self.accounting
+        try:
+            tasks = SANDBOX_TASKS + spec.processes
+            return cgroups.RunGroup(self.layout, (spec.mem_mib + AS_GRACE_MIB) * MIB, tasks), ""
+        except OSError as exc:
+            return None, f"none: the run's cgroup could not be made ({exc.strerror})"
+
+
+def run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
     """Run one spec; a host-side failure (disk full, no fds) is that spec's SANDBOX_ERROR."""
     try:
-        return _run_spec(mode, spec, seccomp, tmp_parent)
+        return _run_spec(batch, spec)
     except OSError as exc:
         return {
             "status": "SANDBOX_ERROR", "exit_code": None, "signal": None, "cpu_s": 0.0,
@@ -205,37 +277,49 @@ def run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[str
         }  # fmt: skip
 
 
-def _run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[str, object]:
-    rundir = _make_rundir(tmp_parent) if mode != "docker" else "/sandbox"
+def _run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
+    mode = batch.mode
+    rundir = _make_rundir(batch.tmp_parent) if mode != "docker" else "/sandbox"
     names: list[str] = []
+    group: cgroups.RunGroup | cgroups.ContainerGroup | None = None
+    accounting = batch.accounting
     try:
         if mode == "bwrap":
             names = _write_files(spec.files, rundir)
+            group, why = batch.group(spec)
+            accounting = why or accounting
             seccomp_r, seccomp_w = os.pipe()
-            os.write(seccomp_w, seccomp)
+            os.write(seccomp_w, batch.seccomp)
             os.close(seccomp_w)
             status_r, status_w = os.pipe()
             fds = {SECCOMP_FD: seccomp_r, STATUS_FD: status_w}
-            argv = _bwrap_argv(spec, rundir, names)
+            argv = _bwrap_argv(spec, rundir, names, spec.processes if group else 1)
             launch = supervise.Launch(argv, {}, spec.stdin, spec.rlimits(), extra_fds=fds,
-                                      status_fd=status_r)  # fmt: skip
+                                      status_fd=status_r, group=group)  # fmt: skip
         elif mode == "unsafe":
             box, work = os.path.join(rundir, "sandbox"), os.path.join(rundir, "tmp")
             os.mkdir(box, 0o700)
             os.mkdir(work, 0o700)
             names = _write_files(spec.files, box)
-            nproc = _count_processes(os.getuid()) + spec.nproc
+            nproc = _count_processes(os.getuid()) + 2  # the harness and the solution
             env = dict(SANDBOX_ENV, HOME=work, TMPDIR=work)
             launch = supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
                                       spec.rlimits(nproc), cwd=work, no_new_privs=True,
                                       kill_group=True)  # fmt: skip
         else:
             names = _write_files(spec.files, rundir)
+            if cgroups.ContainerGroup.available():
+                group, accounting = cgroups.ContainerGroup(), cgroups.ContainerGroup.kind
+            # Processes are limited by the container's pids limit (RLIMIT_NPROC would count
+            # the uid machine-wide without a user namespace).
             launch = supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), dict(SANDBOX_ENV),
                                       spec.stdin, spec.rlimits(), cwd=SANDBOX_TMP,
-                                      drop_to=SANDBOX_UID, kill_group=True)  # fmt: skip
+                                      drop_to=SANDBOX_UID, kill_group=True,
+                                      group=group)  # fmt: skip
         outcome = supervise.run(launch, spec.cpu_s, spec.wall_s, spec.out_cap)
     finally:
+        if group is not None:
+            group.remove()
         if mode == "unsafe":
             import shutil
 
@@ -246,7 +330,7 @@ def _run_spec(mode: str, spec: Spec, seccomp: bytes, tmp_parent: str) -> dict[st
         else:
             _remove_files(names, rundir)
             os.rmdir(rundir)
-    return classify(outcome, spec, mode)
+    return classify(outcome, spec, mode, accounting)
 
 
 def _docker_wipe() -> None:
@@ -269,7 +353,9 @@ def _docker_wipe() -> None:
     os.waitpid(pid, 0)
 
 
-def classify(outcome: supervise.Outcome, spec: Spec, mode: str) -> dict[str, object]:
+def classify(
+    outcome: supervise.Outcome, spec: Spec, mode: str, accounting: str = ""
+) -> dict[str, object]:
     """Map how the process ended to a verdict (notes/sandbox.md §4)."""
     tail = outcome.stderr_tail.decode("utf-8", "replace")
     last = tail[-600:]
@@ -283,7 +369,7 @@ def classify(outcome: supervise.Outcome, spec: Spec, mode: str) -> dict[str, obj
         status, detail = "TLE_CPU", f"CPU time exceeded {spec.cpu_s:g} s."
     elif outcome.killed == "wall":
         status, detail = "TLE_WALL", f"Wall-clock time exceeded {spec.wall_s:g} s."
-    elif outcome.signal == 9 and mode != "unsafe":
+    elif outcome.oom_killed or (outcome.signal == 9 and mode != "unsafe" and not outcome.grouped):
         status, detail = "MLE", "Killed by SIGKILL from outside the sandbox (out of memory)."
     elif outcome.peak_rss_kib > spec.mem_mib * 1024 or (
         outcome.exit_code == 1 and "MemoryError" in last
@@ -302,7 +388,10 @@ def classify(outcome: supervise.Outcome, spec: Spec, mode: str) -> dict[str, obj
     extra: dict[str, object] = {
         "stdout_bytes": outcome.out_bytes,
         "stderr_bytes": outcome.err_bytes,
+        "accounting": accounting,
     }
+    if outcome.left_running:  # processes the program left behind, killed with its cgroup
+        extra["left_running"] = outcome.left_running
     if mode == "docker":  # container-wide high-water mark (cgroup v2), for cross-checking
         try:
             with open("/sys/fs/cgroup/memory.peak", "rb") as handle:
@@ -323,13 +412,14 @@ def classify(outcome: supervise.Outcome, spec: Spec, mode: str) -> dict[str, obj
     }
 
 
-def _validate(batch: object) -> tuple[str, list[Spec], str]:
+def _validate(batch: object) -> tuple[str, list[Spec], str, bool]:
     if not isinstance(batch, dict) or batch.get("protocol") != PROTOCOL:
         raise BatchError(f"the batch is not a protocol {PROTOCOL} JSON object")
     mode, specs = batch.get("mode"), batch.get("specs")
     if mode not in MODES or not isinstance(specs, list):
         raise BatchError(f"the batch needs mode in {MODES} and a list of specs")
-    return str(mode), [Spec(raw) for raw in specs], str(batch.get("tmp_parent", HOST_TMP))
+    tmp_parent, use_cgroups = str(batch.get("tmp_parent", HOST_TMP)), batch.get("cgroups", True)
+    return str(mode), [Spec(raw) for raw in specs], tmp_parent, bool(use_cgroups)
 
 
 def main(argv: list[str]) -> int:
@@ -344,13 +434,10 @@ def main(argv: list[str]) -> int:
             batch = json.loads(raw)
         except ValueError:
             raise BatchError("the batch is not valid JSON") from None
-        mode, specs, tmp_parent = _validate(batch)
-        if mode != "docker" and os.geteuid() == 0:
-            supervise.drop_privileges(SANDBOX_UID)
-        supervise.die_with_parent()  # after the uid change, which clears it
-        os.chdir("/")
-        seccomp = seccomp_bpf.build_filter() if mode == "bwrap" else b""
-        results = [run_spec(mode, spec, seccomp, tmp_parent) for spec in specs]
+        mode, specs, tmp_parent, use_cgroups = _validate(batch)
+        context = Batch(mode, tmp_parent, use_cgroups)
+        context.prepare()
+        results = [run_spec(context, spec) for spec in specs]
     except (BatchError, OSError, ValueError, TypeError, KeyError) as exc:
         if not isinstance(exc, BatchError):
             import traceback
@@ -364,6 +451,7 @@ def main(argv: list[str]) -> int:
         python=".".join(map(str, sys.version_info[:3])),
         mode=mode,
         uid=os.getuid(),
+        accounting=context.accounting,
         results=results,
     )
     sys.stdout.write(json.dumps(envelope) + "\n")

@@ -17,6 +17,10 @@ import select
 import signal
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evaluation.runner.cgroups import ContainerGroup, RunGroup
+
 POLL_S = 0.025
 STDERR_TAIL = 8192
 DRAIN_S = 1.0
@@ -45,6 +49,7 @@ class Launch:
         drop_to: int | None = None,
         no_new_privs: bool = False,
         kill_group: bool = False,
+        group: RunGroup | ContainerGroup | None = None,
     ) -> None:
         self.exe = argv[0]
         self.argv, self.env, self.stdin, self.rlimits, self.cwd = argv, env, stdin, rlimits, cwd
@@ -53,6 +58,7 @@ class Launch:
         self.drop_to = drop_to  # uid/gid for the child (docker mode)
         self.no_new_privs = no_new_privs
         self.kill_group = kill_group  # SIGKILL the child's process group (no pid namespace)
+        self.group = group  # the run's cgroup: joined before exec, measured, emptied at the end
 
 
 class Outcome:
@@ -62,6 +68,10 @@ class Outcome:
         self.cpu_s = usage.ru_utime + usage.ru_stime
         self.wall_s = wall
         self.peak_rss_kib = usage.ru_maxrss
+        self.oom_killed = False  # the cgroup's memory limit killed a process of the run
+        self.left_running = 0  # processes still alive in the run's cgroup when it ended
+        self.grouped = False  # measured by a cgroup (a SIGKILL is then the OOM killer's only if
+        # the cgroup says so)
         self.stdout = bytes(watch.stdout)
         self.stderr_tail = bytes(watch.stderr)
         self.out_bytes, self.err_bytes = watch.out_bytes, watch.err_bytes
@@ -98,6 +108,10 @@ def _child(launch: Launch, stdin_r: int, out_w: int, err_w: int) -> None:
     """In the forked child: wire fds, set limits, exec. Never returns."""
     try:
         os.setpgid(0, 0)
+        if launch.group is not None:  # before exec: bwrap and all it starts are counted
+            for path in launch.group.procs_files():
+                with open(path, "w", encoding="ascii") as handle:
+                    handle.write("0")
         sources = [stdin_r, out_w, err_w, *launch.extra_fds.values()]
         targets = [0, 1, 2, *launch.extra_fds.keys()]
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in sources]
@@ -120,8 +134,10 @@ def _child(launch: Launch, stdin_r: int, out_w: int, err_w: int) -> None:
 
 
 class _Watch:
-    def __init__(self, cpu_s: float, wall_s: float, out_cap: int) -> None:
-        self.cpu_s, self.out_cap = cpu_s, out_cap
+    def __init__(
+        self, cpu_s: float, wall_s: float, out_cap: int, group: RunGroup | ContainerGroup | None
+    ) -> None:
+        self.cpu_s, self.out_cap, self.group = cpu_s, out_cap, group
         self.start = time.monotonic()
         self.deadline = self.start + wall_s
         self.stdout = bytearray()
@@ -159,6 +175,8 @@ class _Watch:
             pass
 
     def child_cpu(self) -> float:
+        if self.group is not None:
+            return self.group.cpu_s()
         if self.stat_fd is None:
             return 0.0
         try:
@@ -195,7 +213,7 @@ def run(launch: Launch, cpu_s: float, wall_s: float, out_cap: int) -> Outcome:
     stdin_r, stdin_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    watch = _Watch(cpu_s, wall_s, out_cap)
+    watch = _Watch(cpu_s, wall_s, out_cap, launch.group)
     pid = os.fork()
     if pid == 0:
         _child(launch, stdin_r, out_w, err_w)
@@ -259,6 +277,7 @@ def run(launch: Launch, cpu_s: float, wall_s: float, out_cap: int) -> Outcome:
             os.killpg(pid, signal.SIGKILL)
     _, status, usage = os.wait4(pid, 0)
     wall = time.monotonic() - watch.start
+    left = launch.group.kill_all() if launch.group is not None else 0  # before the drain
     if writer is not None:
         poller.unregister(writer)
         os.close(writer)
@@ -274,9 +293,16 @@ def run(launch: Launch, cpu_s: float, wall_s: float, out_cap: int) -> Outcome:
     if max(watch.out_bytes, watch.err_bytes) > out_cap and not watch.killed:
         watch.killed = "output"
     watch.close()
-    return Outcome(
+    outcome = Outcome(
         watch, status, usage, wall, watch.child_pid is not None or launch.status_fd is None
     )
+    if launch.group is not None:
+        outcome.left_running = left
+        outcome.grouped = True
+        outcome.cpu_s = launch.group.cpu_s()
+        outcome.peak_rss_kib = launch.group.peak_kib()
+        outcome.oom_killed = launch.group.oom_killed()
+    return outcome
 
 
 def _read_into(watch: _Watch, readers: dict[int, str], poller: select.poll, fd: int) -> None:

@@ -40,6 +40,15 @@ HARNESS_FILE = Path(__file__).resolve().parent.parent / "runner" / "harness.py"
 HARNESS_ARGV = ("python3", "-I", "-S", "-B", "/sandbox/harness.py")
 
 
+def _setting(name: str, default: Any) -> Any:
+    from django.conf import settings
+
+    try:
+        return getattr(settings, name, default)
+    except ImproperlyConfigured:  # plain Python, no settings
+        return default
+
+
 def _configured_backend() -> str:
     from django.conf import settings
 
@@ -60,7 +69,7 @@ def get_sandbox(name: str | None = None) -> Sandbox:
     if chosen == "bwrap":
         from evaluation.sandbox.bwrap import LocalBwrapBackend
 
-        return LocalBwrapBackend()
+        return LocalBwrapBackend(cgroups=_setting("EVALUATION_CGROUPS", True))
     if chosen == "docker":
         from evaluation.sandbox.docker import DockerBackend
 
@@ -123,10 +132,13 @@ def unittest_spec(
 def parse_reply(result: RunResult) -> dict[str, Any]:
     """The harness's reply (last stdout line); ``output`` holds any text before it.
 
-    A run that printed no reply (killed, ``os._exit``, over a limit) gives
-    ``{"ok": False, "error": "NoResult"|<status>, "message": ...}``.
+    A run that did not end cleanly (killed, a non-zero exit, over a limit) gives
+    ``{"ok": False, "error": <status>, ...}`` whatever it printed; one that printed no reply gives
+    ``{"ok": False, "error": "NoResult", "message": ...}``.
     """
     text = result.stdout.decode("utf-8", "replace")
+    if result.status != RunStatus.OK:  # whatever it printed: a run that did not end cleanly
+        return {"ok": False, "error": result.status.value, "message": result.detail, "output": text}
     head, _, last = text.rstrip("\n").rpartition("\n")
     try:
         reply = json.loads(last) if last.strip() else None
@@ -135,7 +147,5 @@ def parse_reply(result: RunResult) -> dict[str, Any]:
     if isinstance(reply, dict) and isinstance(reply.get("ok"), bool):
         reply["output"] = head
         return reply
-    if result.status != RunStatus.OK:
-        return {"ok": False, "error": result.status.value, "message": result.detail, "output": text}
     message = "the program ended without returning a result"
     return {"ok": False, "error": "NoResult", "message": message, "output": text}

@@ -40,7 +40,7 @@ class RunSpec:
     wall_s: float = 0.0  # 0 means 2 * cpu_s + 1
     mem_mib: int = 512
     fsize_mib: int = 8
-    nproc: int = 16
+    processes: int = 1  # processes and threads the solution's tree may have (1: itself)
     out_cap: int = 1_000_000  # bytes of stdout (and of stderr) kept; more is OLE
     tmpfs_mib: int = 16
 
@@ -71,6 +71,9 @@ class SandboxUnavailable(RuntimeError):
 
 class Sandbox(abc.ABC):
     name: str = "abstract"
+    # How the last self-test's run was measured: "cgroup-v1"/"cgroup-v2" (the whole process
+    # tree), "container-cgroup", or "none: <why>" (then no child processes are allowed).
+    accounting: str = ""
 
     @abc.abstractmethod
     def run_batch(self, specs: list[RunSpec]) -> list[RunResult]:

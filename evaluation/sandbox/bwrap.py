@@ -29,11 +29,11 @@ logger = logging.getLogger(__name__)
 RUNNER_DIR = Path(__file__).resolve().parent.parent / "runner"
 RUNNER = RUNNER_DIR / "runner.py"
 HARNESS = RUNNER_DIR / "harness.py"
-RUNNER_FILES = ("runner.py", "supervise.py", "seccomp_bpf.py", "harness.py")
+RUNNER_FILES = ("runner.py", "supervise.py", "cgroups.py", "seccomp_bpf.py", "harness.py")
 SANDBOX_PYTHON = "/usr/bin/python3"
 BWRAP = "/usr/bin/bwrap"
 PRLIMIT = "/usr/bin/prlimit"
-PROTOCOL = 1
+PROTOCOL = 2
 RUNNER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 RUNNER_SLACK_S = 30.0  # on top of the summed wall limits before the runner itself is killed
 
@@ -81,9 +81,13 @@ def fingerprint(backend: str, python_version: str, *parts: str) -> str:
     return hashlib.sha256("\n".join(fields).encode()).hexdigest()[:16]
 
 
-def encode_batch(mode: str, specs: list[RunSpec], tmp_parent: str | None = None) -> bytes:
-    """The runner's input: protocol 1 JSON (file contents and stdin base64)."""
-    extra = {"tmp_parent": tmp_parent} if tmp_parent else {}
+def encode_batch(
+    mode: str, specs: list[RunSpec], tmp_parent: str | None = None, cgroups: bool = True
+) -> bytes:
+    """The runner's input: protocol 2 JSON (file contents and stdin base64)."""
+    extra: dict[str, object] = {"tmp_parent": tmp_parent} if tmp_parent else {}
+    if not cgroups:
+        extra["cgroups"] = False
     return json.dumps(
         {
             "protocol": PROTOCOL,
@@ -98,7 +102,7 @@ def encode_batch(mode: str, specs: list[RunSpec], tmp_parent: str | None = None)
                     "wall_s": spec.effective_wall_s,
                     "mem_mib": spec.mem_mib,
                     "fsize_mib": spec.fsize_mib,
-                    "nproc": spec.nproc,
+                    "processes": spec.processes,
                     "out_cap": spec.out_cap,
                     "tmpfs_mib": spec.tmpfs_mib,
                 }
@@ -155,10 +159,11 @@ class RunnerBackend(Sandbox):
 
     mode = "bwrap"
 
-    def __init__(self, *, tmp_parent: str | None = None) -> None:
+    def __init__(self, *, tmp_parent: str | None = None, cgroups: bool = True) -> None:
         # Where the runner creates its 0700 run directories (default /tmp); it must be
         # writable by the runner's uid (65534 when the worker is root).
         self.tmp_parent = tmp_parent
+        self.cgroups = cgroups  # False: no per-run cgroup, so no child processes at all
 
     def run_batch(self, specs: list[RunSpec]) -> list[RunResult]:
         if not specs:
@@ -168,7 +173,7 @@ class RunnerBackend(Sandbox):
         try:
             proc = subprocess.run(  # noqa: S603 - fixed argv: the trusted runner
                 [SANDBOX_PYTHON, "-I", "-S", "-B", str(RUNNER)],
-                input=encode_batch(self.mode, specs, self.tmp_parent),
+                input=encode_batch(self.mode, specs, self.tmp_parent, self.cgroups),
                 capture_output=True,
                 env=RUNNER_ENV,
                 cwd="/",
@@ -205,6 +210,7 @@ class RunnerBackend(Sandbox):
         started = time.monotonic()
         (result,) = self.run_batch([spec])
         elapsed = f"{(time.monotonic() - started) * 1000:.0f} ms"
+        self.accounting = str(result.extra.get("accounting", ""))
         if result.status != RunStatus.OK:
             reason = result.detail or result.stderr_tail.strip()[-300:]
             return None, f"The probe ended {result.status.value} after {elapsed}: {reason}"
@@ -221,8 +227,8 @@ class LocalBwrapBackend(RunnerBackend):
     name = "bwrap"
     mode = "bwrap"
 
-    def __init__(self, *, tmp_parent: str | None = None) -> None:
-        super().__init__(tmp_parent=tmp_parent)
+    def __init__(self, *, tmp_parent: str | None = None, cgroups: bool = True) -> None:
+        super().__init__(tmp_parent=tmp_parent, cgroups=cgroups)
         for path, package in ((BWRAP, "bubblewrap"), (PRLIMIT, "util-linux"),
                               (SANDBOX_PYTHON, "python3")):  # fmt: skip
             if not os.access(path, os.X_OK):
@@ -246,4 +252,7 @@ class LocalBwrapBackend(RunnerBackend):
             return False, detail + " (are unprivileged user namespaces enabled?)"
         if seen.get("uid") != 65534 or seen.get("etc") or seen.get("net"):
             return False, f"The sandbox is not isolated: it saw {seen}."
-        return True, f"bwrap sandbox works: uid 65534, no /etc, no network; {detail}."
+        return True, (
+            f"bwrap sandbox works: uid 65534, no /etc, no network; {detail}; "
+            f"accounting: {self.accounting}."
+        )

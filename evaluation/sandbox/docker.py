@@ -109,7 +109,7 @@ class DockerBackend(Sandbox):
             memswap_limit=f"{mem}m",
             mem_swappiness=0,
             nano_cpus=1_000_000_000,
-            pids_limit=max(spec.nproc for spec in specs) + 16,
+            pids_limit=max(spec.processes for spec in specs) + 8,  # runner, tini, harness
             oom_score_adj=1000,
             ulimits=[
                 types.Ulimit(name="cpu", soft=cpu, hard=cpu),
@@ -168,6 +168,7 @@ class DockerBackend(Sandbox):
         code = "import json, os; print(json.dumps({'uid': os.getuid()}))"
         spec = RunSpec(files={}, argv=("python3", "-I", "-S", "-B", "-c", code))
         (result,) = self.run_batch([spec])
+        self.accounting = str(result.extra.get("accounting", ""))
         if result.status != RunStatus.OK:
             return False, f"The probe ended {result.status.value}: {result.detail}"
         try:
@@ -176,4 +177,7 @@ class DockerBackend(Sandbox):
             uid = None
         if uid != 65534:
             return False, f"The probe did not run as uid 65534 (saw {uid!r})."
-        return True, f"docker sandbox works with image {self.image}: uid 65534."
+        return True, (
+            f"docker sandbox works with image {self.image}: uid 65534; "
+            f"accounting: {self.accounting}."
+        )
