@@ -1,0 +1,148 @@
+"""Solutions that hide their work in child processes never pass (issue 10 §1), graded whole.
+
+For every template in the bank: a *forked-child naive* solution (the naive reference runs in a
+forked child, the answer comes back through a pipe) and a *forked memory hog* (children hold
+memory while the parent answers with the efficient reference) are graded ``overall_pass: false``.
+With the default of no child processes they cannot even start one; where a template allows
+child processes, the whole tree's CPU time and memory are what is judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from typing import Any
+
+import pytest
+
+from evaluation.bank import known_slugs
+from evaluation.calibration import CalibrationResult, calibrate
+from evaluation.grading import CanaryDrift, grade
+from evaluation.instances import get_instance
+from evaluation.sandbox.base import Sandbox
+from evaluation.spec import Instance
+from tests.evaluation.grading_fixtures import (
+    CHEAP_TEMPLATE,
+    calibration_for,
+    real_sandbox,
+    sandbox_or_skip,
+)
+
+CHILD_WRAPPER = """
+import json as _json
+import os as _os
+import time as _time
+
+_REFERENCE = {reference!r}
+
+
+def {entry}(*args, **kwargs):
+    namespace = {{"__name__": "reference"}}
+    exec(compile(_REFERENCE, "reference.py", "exec"), namespace)
+    ready_r, ready_w = _os.pipe()
+    for _ in range({hogs}):  # children that only hold memory
+        if _os.fork() == 0:
+            block = bytearray({hog_mib} << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            _os.write(ready_w, b"!")
+            while True:
+                _time.sleep(3600)
+    for _ in range({hogs}):  # answer only once the memory is held
+        _os.read(ready_r, 1)
+    if {in_child}:
+        r, w = _os.pipe()
+        if _os.fork() == 0:
+            _os.close(r)
+            data = _json.dumps(namespace["{entry}"](*args, **kwargs)).encode()
+            with _os.fdopen(w, "wb") as pipe:
+                pipe.write(data)
+            _os._exit(0)
+        _os.close(w)
+        with _os.fdopen(r, "rb") as pipe:
+            result = _json.loads(pipe.read())
+    else:
+        result = namespace["{entry}"](*args, **kwargs)
+    return result
+"""
+
+
+def forked_naive(instance: Instance) -> bytes:
+    """The naive reference, run in a forked child; the parent only relays the answer."""
+    return CHILD_WRAPPER.format(
+        reference=instance.references["naive"],
+        entry=instance.entry_point,
+        hogs=0,
+        hog_mib=0,
+        in_child=True,
+    ).encode()
+
+
+def forked_hog(instance: Instance) -> bytes:
+    """The efficient reference in the parent, while two children hold 55 % of the limit each
+    (each under the limit, together over it, and under the kill threshold 128 MiB above)."""
+    return CHILD_WRAPPER.format(
+        reference=instance.references["efficient"],
+        entry=instance.entry_point,
+        hogs=2,
+        hog_mib=max(1, instance.template.mem_mib * 55 // 100),
+        in_child=False,
+    ).encode()
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return sandbox_or_skip()
+
+
+@cache
+def quick_calibration(slug: str) -> CalibrationResult:
+    """One round is enough here: the verdicts below do not sit near any threshold."""
+    return calibrate(get_instance(slug, 1), real_sandbox(), rounds=1)
+
+
+def grade_with(instance: Instance, source: bytes, calibration: CalibrationResult) -> Any:
+    try:
+        return grade(instance, source, sandbox=real_sandbox(), calibration=calibration)
+    except CanaryDrift:
+        return grade(
+            instance, source, sandbox=real_sandbox(), calibration=calibration, tolerate_drift=True
+        )
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("slug", known_slugs())
+def test_hidden_children_never_pass_any_template(sandbox: Sandbox, slug: str) -> None:
+    instance = get_instance(slug, 1)
+    assert instance.template.processes == 1
+    calibration = quick_calibration(slug)
+    for source in (forked_naive(instance), forked_hog(instance)):
+        report = grade_with(instance, source, calibration)
+        assert report["overall_pass"] is False, report
+        assert report["sandbox"]["accounting"] in ("cgroup-v1", "cgroup-v2")
+        functional = [t for t in report["tests"] if t["kind"] == "functional"]
+        assert all(t["verdict"] == "RE" for t in functional), functional  # fork is refused
+        assert "BlockingIOError" in functional[0]["message"]
+
+
+@pytest.mark.timeout(600)
+def test_where_children_are_allowed_their_cost_is_judged(sandbox: Sandbox) -> None:
+    # A template that allows child processes (as a threaded runtime would): the forked naive
+    # solution is correct, but its children's CPU time is counted, so it is too slow; the hog's
+    # children's memory is counted, so it is over the limit.
+    base = get_instance(CHEAP_TEMPLATE, 1)
+    template = dataclasses.replace(base.template, processes=4)
+    instance = dataclasses.replace(base, template=template)
+    calibration = calibration_for(CHEAP_TEMPLATE)
+
+    naive = grade_with(instance, forked_naive(instance), calibration)
+    assert naive["overall_pass"] is False
+    functional = [t for t in naive["tests"] if t["kind"] == "functional"]
+    assert all(t["verdict"] == "OK" for t in functional), functional
+    assert naive["efficiency"]["time_ok"] is False, naive["efficiency"]
+    ratio = naive["efficiency"]["time_ratio"]  # None: a performance test hit its hard limit
+    assert ratio is None or ratio > 2, naive["efficiency"]
+
+    hog = grade_with(instance, forked_hog(instance), calibration)
+    assert hog["overall_pass"] is False
+    assert {t["verdict"] for t in hog["tests"]} == {"MLE"}, hog["tests"]
