@@ -1,12 +1,18 @@
 """The harness: runs INSIDE the sandbox as ``/usr/bin/python3 -I -S -B /sandbox/harness.py``.
 
 Standard library only. Standard input is one JSON object (the request); exactly one JSON line is
-written on the ORIGINAL standard output. The harness forks before any participant code runs: the
-child runs the solution with fd 1 pointed at fd 2 (its ``print`` output goes to standard error)
-and without the original standard output, and sends its reply through a pipe; the parent, which
-no participant code ever touches, writes that reply only if the child exited normally, and exits
-with the child's status (``128 + N`` if it was killed by signal N). A solution therefore cannot
-write the harness's reply itself or have its own processes' output taken for it.
+written on the ORIGINAL standard output. Before any participant code runs, fd 1 is pointed at
+fd 2, so the solution's ``print`` output goes to standard error and cannot corrupt the reply.
+
+In ``unittest`` mode the harness forks first: the child runs the tests without the original
+standard output and sends its report through a pipe; the parent, which no participant code
+touches, forwards it only if the child exited normally, and exits with the child's status
+(``128 + N`` if it was killed by signal N). So a solution cannot write the test counts itself or
+have a process it left behind answer for it. (Code under test can still patch ``unittest`` in
+its own process: visible tests are feedback, hidden tests decide.) ``call`` mode needs no such
+guard: its reply only carries the solution's return value, which a forged reply could only
+replace by another value the solution might as well have returned, and the host never takes a
+reply from a run that did not exit 0 (``parse_reply``).
 
 The solution runs in the main thread (so ``signal.signal`` works for it) with a recursion limit
 of 10 000; the runner gives the process a 64 MiB stack (``RLIMIT_STACK``), enough for that depth
@@ -275,6 +281,12 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    try:
+        request = json_loads(raw.decode("utf-8") or "null")
+    except ValueError:
+        request = None
+    if not isinstance(request, dict) or request.get("mode") != "unittest":
+        _run(request, reply_fd)  # call mode: the reply only carries what the solution returns
     pipe_r, pipe_w = os.pipe()
     try:
         pid = os.fork()
@@ -283,23 +295,19 @@ def main() -> None:
     if pid == 0:
         os.close(pipe_r)
         os.close(reply_fd)
-        _child(raw, pipe_w)
+        _run(request, pipe_w)
     os.close(pipe_w)
     _supervise(pid, pipe_r, reply_fd)
 
 
-def _child(raw: bytes, pipe_w: int) -> None:
-    """Run the request; the reply goes to the parent through ``pipe_w``. Never returns."""
+def _run(request: object, reply_fd: int) -> None:
+    """Handle the request and write the reply on ``reply_fd``. Never returns."""
     try:
-        try:
-            request = json_loads(raw.decode("utf-8") or "null")
-        except ValueError:
-            request = None
         sys.setrecursionlimit(RECURSION_LIMIT)
-        line, note = handle(request, pipe_w)
+        line, note = handle(request, reply_fd)
     except MemoryError:
         line, note = _fail("MemoryError", OUT_OF_MEMORY), "MemoryError"
-    _finish(pipe_w, line, note)
+    _finish(reply_fd, line, note)
 
 
 def _supervise(pid: int, pipe_r: int, reply_fd: int) -> None:

@@ -12,8 +12,9 @@ Protocol (version 2). Standard input (or the file after ``--batch``) is one JSON
                 "fsize_mib": 8, "processes": 1, "out_cap": 1000000, "tmpfs_mib": 16}, ...]}
 
 ``processes`` is how many processes and threads the solution's own tree may have (1: none
-besides itself); the harness's supervising process comes on top. Without a per-run cgroup the
-runner allows 1 whatever is asked (nothing could measure the others).
+besides itself); ``harness_processes`` (default 0) are the harness's own on top (1 in unittest
+mode: its supervisor). Without a per-run cgroup the runner allows 1 whatever is asked (nothing
+could measure the others).
 
 ``wall_s`` is the effective wall limit (the backend resolves 0). An optional top-level
 ``"tmp_parent"`` names where run directories are created (default ``/tmp``), and
@@ -63,9 +64,9 @@ else:  # siblings, found through the line above (no `typing` import: it costs RS
 RUNNER_VERSION = "2.0"
 PROTOCOL = 2
 MAX_PROCESSES = 64
-# Tasks of the run's cgroup that are not the solution's: bwrap (outside and its pid-namespace
-# set-up) and the harness's supervising process.
-SANDBOX_TASKS = 3
+# Tasks of the run's cgroup that are neither the solution's nor the harness's: bwrap outside the
+# sandbox (its child becomes the program).
+SANDBOX_TASKS = 1
 SANDBOX_UID = 65534
 MIB = 1024 * 1024
 AS_GRACE_MIB = 128  # interpreter, stack, allocator slack (MLE is judged on peak RSS)
@@ -107,12 +108,13 @@ class Spec:
             self.cpu_s, self.wall_s = float(raw["cpu_s"]), float(raw["wall_s"])
             self.mem_mib, self.fsize_mib = int(raw["mem_mib"]), int(raw["fsize_mib"])
             self.processes, self.out_cap = int(raw.get("processes", 1)), int(raw["out_cap"])
+            self.harness_processes = int(raw.get("harness_processes", 0))
             self.tmpfs_mib = int(raw.get("tmpfs_mib", 16))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BatchError(f"a spec is malformed ({exc!r})") from None
         if not self.argv:
             raise BatchError("a spec has an empty argv")
-        if not 1 <= self.processes <= MAX_PROCESSES:
+        if not 1 <= self.processes <= MAX_PROCESSES or self.harness_processes not in (0, 1):
             raise BatchError(f"a spec's processes must be in [1, {MAX_PROCESSES}]")
 
     def rlimits(self, nproc: int | None = None) -> list[tuple[int, int]]:
@@ -171,15 +173,17 @@ def _remove_files(names: list[str], directory: str) -> None:
         os.close(dfd)
 
 
-def _system_binds() -> list[str]:
+def _system_binds(with_prlimit: bool) -> list[str]:
     """bwrap arguments showing the interpreter and what it loads; nothing else of ``/usr``.
 
-    The interpreter, ``prlimit``, the standard library, the shared libraries and the time zone
-    database are bound read-only; ``/usr/local``, ``/usr/share``, other programs and other
-    Pythons' packages are not there at all.
+    The interpreter, ``prlimit`` (only without a cgroup), the standard library, the shared
+    libraries and the time zone database are bound read-only; ``/usr/local``, ``/usr/share``,
+    other programs and other Pythons' packages are not there at all.
     """
     python = os.path.realpath(sys.executable)
-    paths = [python, PRLIMIT, os.path.dirname(os.path.realpath(os.__file__))]
+    paths = [python, os.path.dirname(os.path.realpath(os.__file__))]
+    if with_prlimit:
+        paths.append(PRLIMIT)
     multiarch = getattr(sys.implementation, "_multiarch", "")
     for lib in (f"/usr/lib/{multiarch}", "/usr/lib64", "/usr/share/zoneinfo"):
         if os.path.isdir(lib) and lib != "/usr/lib/":
@@ -197,22 +201,25 @@ def _system_binds() -> list[str]:
     return argv
 
 
-def _bwrap_argv(spec: Spec, rundir: str, names: list[str], processes: int) -> list[str]:
+def _bwrap_argv(
+    spec: Spec, rundir: str, names: list[str], processes: int, grouped: bool
+) -> list[str]:
     argv = [BWRAP, "--json-status-fd", str(STATUS_FD), "--unshare-all", "--unshare-user"]
     argv += ["--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
     argv += ["--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     argv += ["--hostname", "sandbox", "--clearenv"]
     for key, value in SANDBOX_ENV.items():
         argv += ["--setenv", key, value]
-    argv += _system_binds()
+    argv += _system_binds(with_prlimit=not grouped)
     tmpfs = spec.tmpfs_mib * MIB
     argv += ["--dev", "/dev", "--size", str(MIB), "--tmpfs", SANDBOX_SHM]
     argv += ["--remount-ro", "/dev", "--size", str(tmpfs), "--tmpfs", SANDBOX_TMP]
     for name in names:
         argv += ["--ro-bind", os.path.join(rundir, name), "/sandbox/" + name]
     argv += ["--remount-ro", "/", "--chdir", SANDBOX_TMP, "--seccomp", str(SECCOMP_FD), "--"]
-    # RLIMIT_NPROC counts per user namespace: the harness's supervisor plus the solution's tree.
-    argv += [PRLIMIT, f"--nproc={1 + processes}", "--"]
+    if not grouped:  # the cgroup's pids limit does it otherwise, without another exec
+        # RLIMIT_NPROC counts per user namespace: the harness's own plus the solution's.
+        argv += [PRLIMIT, f"--nproc={spec.harness_processes + processes}", "--"]
     return argv + _resolve_argv(spec.argv, "/sandbox")
 
 
@@ -259,7 +266,7 @@ class Batch:
         if self.layout is None:
             return None, self.accounting
         try:
-            tasks = SANDBOX_TASKS + spec.processes
+            tasks = SANDBOX_TASKS + spec.harness_processes + spec.processes
             return cgroups.RunGroup(self.layout, (spec.mem_mib + AS_GRACE_MIB) * MIB, tasks), ""
         except OSError as exc:
             return None, f"none: the run's cgroup could not be made ({exc.strerror})"
@@ -293,7 +300,8 @@ def _run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
             os.close(seccomp_w)
             status_r, status_w = os.pipe()
             fds = {SECCOMP_FD: seccomp_r, STATUS_FD: status_w}
-            argv = _bwrap_argv(spec, rundir, names, spec.processes if group else 1)
+            processes = spec.processes if group else 1
+            argv = _bwrap_argv(spec, rundir, names, processes, grouped=group is not None)
             launch = supervise.Launch(argv, {}, spec.stdin, spec.rlimits(), extra_fds=fds,
                                       status_fd=status_r, group=group)  # fmt: skip
         elif mode == "unsafe":
@@ -301,7 +309,7 @@ def _run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
             os.mkdir(box, 0o700)
             os.mkdir(work, 0o700)
             names = _write_files(spec.files, box)
-            nproc = _count_processes(os.getuid()) + 2  # the harness and the solution
+            nproc = _count_processes(os.getuid()) + 1 + spec.harness_processes
             env = dict(SANDBOX_ENV, HOME=work, TMPDIR=work)
             launch = supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
                                       spec.rlimits(nproc), cwd=work, no_new_privs=True,

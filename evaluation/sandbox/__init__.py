@@ -126,7 +126,9 @@ def unittest_spec(
         "solution.py": _source(solution),
         test_name: _source(tests),
     }
-    return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
+    stdin = json.dumps(request).encode()
+    # The harness runs the tests in a forked child it supervises (its reply channel).
+    return RunSpec(files=files, argv=HARNESS_ARGV, stdin=stdin, harness_processes=1, **limits)
 
 
 def parse_reply(result: RunResult) -> dict[str, Any]:

@@ -41,6 +41,7 @@ class RunSpec:
     mem_mib: int = 512
     fsize_mib: int = 8
     processes: int = 1  # processes and threads the solution's tree may have (1: itself)
+    harness_processes: int = 0  # trusted processes the harness adds (1: unittest's supervisor)
     out_cap: int = 1_000_000  # bytes of stdout (and of stderr) kept; more is OLE
     tmpfs_mib: int = 16
 

@@ -103,6 +103,7 @@ def encode_batch(
                     "mem_mib": spec.mem_mib,
                     "fsize_mib": spec.fsize_mib,
                     "processes": spec.processes,
+                    "harness_processes": spec.harness_processes,
                     "out_cap": spec.out_cap,
                     "tmpfs_mib": spec.tmpfs_mib,
                 }

@@ -287,7 +287,9 @@ def test_peak_rss_of_100_mib(sandbox: LocalBwrapBackend) -> None:
     peak = statistics.median(r.peak_rss_kib for r in runs[3:])
     net_mib = (peak - baseline) / 1024
     assert 97 <= net_mib <= 115, (baseline, peak)  # ~0.1 % error expected
-    assert 5_000 < baseline < 40_000  # the small runner keeps the floor low (pitfall 1)
+    # The floor: the interpreter's own pages (a cgroup is not charged for shared libraries
+    # already cached; without one, wait4's RSS includes them and the small runner's).
+    assert 1_000 < baseline < 40_000
 
 
 def test_cpu_limit_gives_tle_cpu(sandbox: LocalBwrapBackend) -> None:

@@ -103,7 +103,7 @@ def test_host_files_are_invisible(sandbox: LocalBwrapBackend) -> None:
     assert seen["proc"] is False  # no /proc: no other process of the run can be inspected
     # Only the interpreter and what it loads: no /usr/local, no other programs or packages.
     assert "local" not in seen["usr"]
-    assert seen["usr/bin"] == ["prlimit", "python3", "python3.11"]
+    assert seen["usr/bin"] == ["python3", "python3.11"]  # prlimit too where no cgroup is had
     assert set(seen["usr/lib"]) <= {"python3.11", "x86_64-linux-gnu", "aarch64-linux-gnu"}
     assert seen["usr/share"] in ([], ["zoneinfo"])
 
