@@ -272,73 +272,132 @@ class Batch:
             return None, f"none: the run's cgroup could not be made ({exc.strerror})"
 
 
-def run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
-    """Run one spec; a host-side failure (disk full, no fds) is that spec's SANDBOX_ERROR."""
-    try:
-        return _run_spec(batch, spec)
-    except OSError as exc:
-        return {
-            "status": "SANDBOX_ERROR", "exit_code": None, "signal": None, "cpu_s": 0.0,
-            "wall_s": 0.0, "peak_rss_kib": 0, "stdout": "", "stderr_tail": "",
-            "detail": f"The runner could not prepare the run ({exc}).", "extra": {},
-        }  # fmt: skip
+def _error(exc: OSError) -> dict[str, object]:
+    """A host-side failure (disk full, no fds) is that spec's SANDBOX_ERROR."""
+    return {
+        "status": "SANDBOX_ERROR", "exit_code": None, "signal": None, "cpu_s": 0.0,
+        "wall_s": 0.0, "peak_rss_kib": 0, "stdout": "", "stderr_tail": "",
+        "detail": f"The runner could not prepare the run ({exc}).", "extra": {},
+    }  # fmt: skip
 
 
-def _run_spec(batch: Batch, spec: Spec) -> dict[str, object]:
-    mode = batch.mode
-    rundir = _make_rundir(batch.tmp_parent) if mode != "docker" else "/sandbox"
-    names: list[str] = []
-    group: cgroups.RunGroup | cgroups.ContainerGroup | None = None
-    accounting = batch.accounting
-    try:
-        if mode == "bwrap":
-            names = _write_files(spec.files, rundir)
-            group, why = batch.group(spec)
-            accounting = why or accounting
+class Pending:
+    """One spec made ready to run: its files written, its cgroup made, its process spawned."""
+
+    def __init__(self, batch: Batch, spec: Spec) -> None:
+        self.batch, self.spec = batch, spec
+        self.rundir = _make_rundir(batch.tmp_parent) if batch.mode != "docker" else "/sandbox"
+        self.names: list[str] = []
+        self.group: cgroups.RunGroup | cgroups.ContainerGroup | None = None
+        self.accounting = batch.accounting
+        self.spawned: supervise.Spawned | None = None
+        try:
+            self.spawned = supervise.Spawned(self._launch())
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _launch(self) -> supervise.Launch:
+        batch, spec, rundir = self.batch, self.spec, self.rundir
+        if batch.mode == "bwrap":
+            self.names = _write_files(spec.files, rundir)
+            self.group, why = batch.group(spec)
+            self.accounting = why or self.accounting
             seccomp_r, seccomp_w = os.pipe()
             os.write(seccomp_w, batch.seccomp)
             os.close(seccomp_w)
             status_r, status_w = os.pipe()
             fds = {SECCOMP_FD: seccomp_r, STATUS_FD: status_w}
-            processes = spec.processes if group else 1
-            argv = _bwrap_argv(spec, rundir, names, processes, grouped=group is not None)
-            launch = supervise.Launch(argv, {}, spec.stdin, spec.rlimits(), extra_fds=fds,
-                                      status_fd=status_r, group=group)  # fmt: skip
-        elif mode == "unsafe":
+            processes = spec.processes if self.group else 1
+            argv = _bwrap_argv(spec, rundir, self.names, processes, grouped=self.group is not None)
+            return supervise.Launch(argv, {}, spec.stdin, spec.rlimits(), extra_fds=fds,
+                                    status_fd=status_r, group=self.group)  # fmt: skip
+        if batch.mode == "unsafe":
             box, work = os.path.join(rundir, "sandbox"), os.path.join(rundir, "tmp")
             os.mkdir(box, 0o700)
             os.mkdir(work, 0o700)
-            names = _write_files(spec.files, box)
+            self.names = _write_files(spec.files, box)
             nproc = _count_processes(os.getuid()) + 1 + spec.harness_processes
             env = dict(SANDBOX_ENV, HOME=work, TMPDIR=work)
-            launch = supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
-                                      spec.rlimits(nproc), cwd=work, no_new_privs=True,
-                                      kill_group=True)  # fmt: skip
-        else:
-            names = _write_files(spec.files, rundir)
-            if cgroups.ContainerGroup.available():
-                group, accounting = cgroups.ContainerGroup(), cgroups.ContainerGroup.kind
-            # Processes are limited by the container's pids limit (RLIMIT_NPROC would count
-            # the uid machine-wide without a user namespace).
-            launch = supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), dict(SANDBOX_ENV),
-                                      spec.stdin, spec.rlimits(), cwd=SANDBOX_TMP,
-                                      drop_to=SANDBOX_UID, kill_group=True,
-                                      group=group)  # fmt: skip
-        outcome = supervise.run(launch, spec.cpu_s, spec.wall_s, spec.out_cap)
-    finally:
-        if group is not None:
-            group.remove()
+            return supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
+                                    spec.rlimits(nproc), cwd=work, no_new_privs=True,
+                                    kill_group=True)  # fmt: skip
+        self.names = _write_files(spec.files, rundir)
+        if cgroups.ContainerGroup.available():
+            self.group, self.accounting = cgroups.ContainerGroup(), cgroups.ContainerGroup.kind
+        # Processes are limited by the container's pids limit (RLIMIT_NPROC would count the uid
+        # machine-wide without a user namespace).
+        return supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), dict(SANDBOX_ENV),
+                                spec.stdin, spec.rlimits(), cwd=SANDBOX_TMP,
+                                drop_to=SANDBOX_UID, kill_group=True,
+                                group=self.group)  # fmt: skip
+
+    def run(self) -> dict[str, object]:
+        spawned, spec = self.spawned, self.spec
+        if spawned is None:
+            raise OSError("the run was already started")
+        try:
+            outcome = supervise.run(spawned, spec.cpu_s, spec.wall_s, spec.out_cap)
+        finally:
+            self.spawned = None
+            self.cleanup()
+        return classify(outcome, spec, self.batch.mode, self.accounting)
+
+    def cleanup(self) -> None:
+        if self.spawned is not None:
+            self.spawned.cancel()
+            self.spawned = None
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
+        mode = self.batch.mode
         if mode == "unsafe":
             import shutil
 
-            shutil.rmtree(rundir, ignore_errors=True)  # fd-based: never follows symlinks
+            shutil.rmtree(self.rundir, ignore_errors=True)  # fd-based: never follows symlinks
         elif mode == "docker":
-            _remove_files(names, rundir)
+            _remove_files(self.names, self.rundir)
             _docker_wipe()
         else:
-            _remove_files(names, rundir)
-            os.rmdir(rundir)
-    return classify(outcome, spec, mode, accounting)
+            _remove_files(self.names, self.rundir)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self.rundir)
+        self.names = []
+
+
+def _prepare(batch: Batch, spec: Spec) -> Pending | dict[str, object]:
+    try:
+        return Pending(batch, spec)
+    except OSError as exc:
+        return _error(exc)
+
+
+def _finish(pending: Pending | dict[str, object]) -> dict[str, object]:
+    if isinstance(pending, dict):
+        return pending
+    try:
+        return pending.run()
+    except OSError as exc:
+        return _error(exc)
+
+
+def run_specs(batch: Batch, specs: list[Spec]) -> list[dict[str, object]]:
+    """Run every spec in turn. With bwrap the next run is spawned while the current one runs
+    (its own directory and cgroup), so joining the cgroup costs the batch no wall time."""
+    ahead = batch.mode == "bwrap"
+    results: list[dict[str, object]] = []
+    following = _prepare(batch, specs[0]) if specs and ahead else None
+    try:
+        for index, spec in enumerate(specs):
+            current = following if following is not None else _prepare(batch, spec)
+            following = None
+            if ahead and index + 1 < len(specs):
+                following = _prepare(batch, specs[index + 1])
+            results.append(_finish(current))
+    finally:
+        if isinstance(following, Pending):
+            following.cleanup()
+    return results
 
 
 def _docker_wipe() -> None:
@@ -445,7 +504,7 @@ def main(argv: list[str]) -> int:
         mode, specs, tmp_parent, use_cgroups = _validate(batch)
         context = Batch(mode, tmp_parent, use_cgroups)
         context.prepare()
-        results = [run_spec(context, spec) for spec in specs]
+        results = run_specs(context, specs)
     except (BatchError, OSError, ValueError, TypeError, KeyError) as exc:
         if not isinstance(exc, BatchError):
             import traceback

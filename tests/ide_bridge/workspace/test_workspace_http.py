@@ -227,3 +227,27 @@ def test_submit_stores_the_editor_code_and_queues_grading() -> None:
     assert trial.submission is not None
     assert bytes(trial.submission.source) == code.encode()
     assert client.get(body["status_url"]).json()["grading"]["status"] == "queued"
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.usefixtures("bwrap")
+def test_a_solution_hiding_its_work_in_a_child_process_fails_end_to_end() -> None:
+    # Issue 10 §1 through the web IDE: submitted from the editor, graded by the worker task
+    # (eager here) in the real sandbox; the forked child is refused, the report says how runs
+    # were measured, and the participant is never told the solution passed.
+    from tests.evaluation.test_hostile_grading import forked_naive
+
+    client, _, trial = opened()
+    source = forked_naive(get_instance(trial.template_slug, trial.seed)).decode()
+    response = post(client, url(trial, "submit"), {"code": source})
+    assert response.status_code == 200, response.content
+    trial.refresh_from_db()
+    assert trial.submission is not None
+    evaluation = trial.submission.evaluations.get()
+    report = evaluation.report
+    assert report is not None, evaluation.status
+    assert report["overall_pass"] is False
+    assert report["sandbox"]["accounting"] in ("cgroup-v1", "cgroup-v2")
+    functional = [t for t in report["tests"] if t["kind"] == "functional"]
+    assert {t["verdict"] for t in functional} == {"RE"}
+    assert "BlockingIOError" in functional[0]["message"]
