@@ -53,6 +53,22 @@ def test_healthz_reports_a_working_isolated_sandbox(client: Client) -> None:
     assert check["backend"] == "bwrap"
     assert check["isolated"] is True
     assert check["checked_by"] == "web"  # no worker heartbeat in this test
+    # These machines have cgroup v1: every run is measured with its whole process tree.
+    assert check["accounting"] in ("cgroup-v1", "cgroup-v2"), check
+
+
+@pytest.mark.django_db
+def test_healthz_says_when_no_cgroup_measures_the_runs(client: Client, settings: object) -> None:
+    from django.core.cache import cache
+
+    from tests.evaluation.grading_fixtures import sandbox_or_skip
+
+    sandbox_or_skip()
+    settings.EVALUATION_CGROUPS = False  # type: ignore[attr-defined]
+    cache.clear()
+    check = client.get("/healthz/").json()["checks"]["sandbox"]
+    assert check["status"] == "ok", check
+    assert check["accounting"].startswith("none: "), check
 
 
 @pytest.mark.django_db
