@@ -109,17 +109,18 @@ def _child(launch: Launch, stdin_r: int, out_w: int, err_w: int, go_r: int) -> N
     Never returns."""
     try:
         os.setpgid(0, 0)
-        if launch.group is not None:  # before exec: bwrap and all it starts are counted
-            for path in launch.group.procs_files():
-                with open(path, "w", encoding="ascii") as handle:
-                    handle.write("0")
         sources = [stdin_r, out_w, err_w, *launch.extra_fds.values(), go_r]
         targets = [0, 1, 2, *launch.extra_fds.keys()]
         targets.append(max(targets) + 1)  # the go pipe, closed before exec
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in sources]
         for source, target in zip(high, targets, strict=True):
             os.dup2(source, target)
-        os.closerange(targets[-1] + 1, 1 << 20)  # other runs' pipes too, before waiting
+        # First of all: the current run's pipes (its stdin's write end!) must not stay open here.
+        os.closerange(targets[-1] + 1, 1 << 20)
+        if launch.group is not None:  # before exec: bwrap and all it starts are counted
+            for path in launch.group.procs_files():
+                with open(path, "w", encoding="ascii") as handle:
+                    handle.write("0")
         if os.read(targets[-1], 1) != b"!":  # the run was cancelled
             os._exit(0)
         os.close(targets[-1])
