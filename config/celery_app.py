@@ -83,6 +83,16 @@ def _refuse_without_sandbox(**_: Any) -> None:
         raise SandboxBroken(
             f"Worker refused to start: the grading sandbox does not work ({report.get('detail')})."
         )
+    # The start-up check is also where the runner (as root) delegates the per-run cgroups.
+    accounting = str(report.get("accounting", ""))
+    if accounting.startswith("none"):
+        logger.warning(
+            "grading sandbox works, but runs are not measured by a cgroup (%s): solutions may "
+            "start no child process or thread",
+            accounting,
+        )
+    else:
+        logger.info("grading sandbox: %s", report.get("detail"))
 
 
 @signals.worker_ready.connect
