@@ -217,7 +217,10 @@ def _efficiency(
         ratios.append(sub_total / max(canary_total, 1e-3))
     rho = statistics.median(ratios)
     rho_star = calibration.threshold_ratio
-    time_ok = (not timed_out) and rho <= rho_star
+    # Speed and memory only count for correct answers: a solution that fails (or skips) the
+    # performance tests earns neither check, however quickly it fails.
+    outputs_ok = all(o.verdict is Verdict.OK for v in outcomes.values() for o in v)
+    time_ok = outputs_ok and (not timed_out) and rho <= rho_star
     sigma = max(calibration.sigma_log, 0.02)
     borderline = (not timed_out) and abs(math.log(max(rho, 1e-6)) - math.log(rho_star)) < 3 * sigma
     memory_net = max(
@@ -225,8 +228,11 @@ def _efficiency(
         for c in perf
     )
     memory_exceeded = any(o.verdict is Verdict.MLE for v in outcomes.values() for o in v)
-    memory_ok = (not memory_exceeded) and memory_net <= calibration.memory_threshold_kib
+    memory_ok = (
+        outputs_ok and (not memory_exceeded) and memory_net <= calibration.memory_threshold_kib
+    )
     return {
+        "outputs_ok": outputs_ok,
         "time_ratio": None if timed_out else round(rho, 3),
         "time_threshold_ratio": round(rho_star, 3),
         "time_ok": time_ok,
@@ -289,6 +295,7 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
         "overall_pass": False,
         "partial_pass": 0.0,
         "checks": {"passed": 0, "total": 0},
+        "visible_checks": {"passed": 0, "total": 0},
         "tests": [],
         "efficiency": {"time_ok": False, "memory_ok": False, "borderline": False},
         "calibration": {
@@ -314,8 +321,11 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
 def _aggregate(
     report: dict[str, Any], duration_s: float | None, tokens: int | None
 ) -> dict[str, Any]:
-    checks = [t["verdict"] == Verdict.OK for t in report["tests"]]
+    # Hidden tests decide: the visible ones are the participant's, shown but not scored.
+    checks = [t["verdict"] == Verdict.OK for t in report["tests"] if not t["visible"]]
     checks += [bool(report["efficiency"]["time_ok"]), bool(report["efficiency"]["memory_ok"])]
+    visible = [t["verdict"] == Verdict.OK for t in report["tests"] if t["visible"]]
+    report["visible_checks"] = {"passed": sum(visible), "total": len(visible)}
     passed = sum(checks)
     report["checks"] = {"passed": passed, "total": len(checks)}
     report["partial_pass"] = round(passed / len(checks), 4) if checks else 0.0

@@ -61,10 +61,38 @@ def test_naive_reference_is_correct_but_fails_efficiency(sandbox: Sandbox) -> No
     assert report["completion_time_s"] == 3600  # failed: PAR-60 counts the full hour
 
 
-def test_starter_fails(sandbox: Sandbox) -> None:
+def test_starter_fails_and_scores_zero(sandbox: Sandbox) -> None:
+    # The starter raises NotImplementedError: failing fast earns no efficiency check.
     report = grade_source(sandbox, instance().participant_files["solution.py"])
     assert report["overall_pass"] is False
     assert verdicts(report) - {"OK"}
+    assert report["efficiency"]["outputs_ok"] is False
+    assert report["efficiency"]["time_ok"] is report["efficiency"]["memory_ok"] is False
+    assert report["partial_pass"] == 0.0
+
+
+def test_hard_coding_the_visible_examples_earns_nothing_for_them(sandbox: Sandbox) -> None:
+    inst = instance()
+    known = {
+        json.dumps([case.args, case.kwargs], sort_keys=True): case.expected
+        for case in inst.cases
+        if case.visible
+    }
+    assert known
+    cheat = (
+        "import json\n"
+        f"KNOWN = json.loads({json.dumps(json.dumps(known))})\n"
+        f"def {inst.entry_point}(*args, **kwargs):\n"
+        "    return KNOWN.get(json.dumps([list(args), kwargs], sort_keys=True))\n"
+    )
+    report = grade_source(sandbox, cheat)
+    assert report["visible_checks"] == {"passed": len(known), "total": len(known)}
+    hidden = [t for t in report["tests"] if not t["visible"]]
+    assert report["checks"]["total"] == len(hidden) + 2  # visible tests are not scored
+    assert report["efficiency"]["time_ok"] is report["efficiency"]["memory_ok"] is False
+    hidden_ok = sum(t["verdict"] == "OK" for t in hidden)
+    assert report["checks"]["passed"] == hidden_ok
+    assert report["partial_pass"] < 0.1, report["partial_pass"]
 
 
 def test_syntax_error_is_a_runtime_error_with_the_line(sandbox: Sandbox) -> None:
