@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "study.researchers.mfa.StaffMFAMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -217,6 +218,9 @@ ACCOUNT_RATE_LIMITS = {
 ALLAUTH_TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = env.str("MFA_TOTP_ISSUER", default="HAI-Eval")
+# Staff accounts without TOTP are sent to set it up before any admin or researcher page
+# (study/researchers/mfa.py). Production turns it on unless told otherwise.
+HAIEVAL_REQUIRE_MFA = env.bool("HAIEVAL_REQUIRE_MFA", default=False)
 
 # --- E-mail ---------------------------------------------------------------------------------
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
