@@ -16,6 +16,8 @@ from allauth.mfa.totp.internal.auth import (
 )
 from django.test import Client
 
+from tests.config.test_settings_from_environment import STRONG_KEY, VAULT_KEY, manage
+
 PASSWORD = "correct horse battery staple"
 VAULT_READ = "/admin/vault/vaultentry/read/"
 
@@ -131,3 +133,29 @@ def test_required_mfa_leaves_participants_alone(
     client.force_login(participant)
     response = client.get("/")
     assert response.get("Location") != "/accounts/2fa/totp/activate/"
+
+
+PRINT_SETTING = "from django.conf import settings; print(settings.HAIEVAL_REQUIRE_MFA)"
+PRODUCTION = {
+    "DJANGO_SETTINGS_MODULE": "config.settings.production",
+    "DJANGO_SECRET_KEY": STRONG_KEY,
+    "DJANGO_ALLOWED_HOSTS": "study.example.org",
+    "VAULT_KEYS": VAULT_KEY,
+    "EXPORT_HMAC_KEY": "e" * 48,
+    "HAIEVAL_CHECK_REDIS_AT_STARTUP": "false",
+}
+
+
+@pytest.mark.timeout(180)
+def test_production_requires_two_factor_unless_told_otherwise() -> None:
+    assert (
+        manage("shell", "--no-imports", "-c", PRINT_SETTING, **PRODUCTION).stdout.strip() == "True"
+    )
+    off = manage(
+        "shell", "--no-imports", "-c", PRINT_SETTING, **PRODUCTION, HAIEVAL_REQUIRE_MFA="false"
+    )
+    assert off.stdout.strip() == "False"
+    dev = manage(
+        "shell", "--no-imports", "-c", PRINT_SETTING, DJANGO_SETTINGS_MODULE="config.settings.dev"
+    )
+    assert dev.stdout.strip() == "False"
