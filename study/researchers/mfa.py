@@ -5,7 +5,8 @@ asks for the TOTP code of an account that has one. This middleware is the second
 every request of a staff session.
 
 - A staff account with TOTP whose session has no completed MFA step (a session made by a password
-  alone, whatever created it) is signed out and sent to the login page.
+  alone, whatever created it) is signed out and sent to the login page. Setting TOTP up counts as
+  a completed step (the set-up form checks a code), so the researcher stays signed in.
 - With ``HAIEVAL_REQUIRE_MFA`` on (production's default), a staff account without TOTP is sent to
   set it up before it reaches anything but the account pages (``/accounts/``: two-factor set-up,
   re-authentication, sign-out).
@@ -14,6 +15,7 @@ every request of a staff session.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from allauth.account.authentication import get_authentication_records
 from allauth.mfa.models import Authenticator
@@ -29,6 +31,8 @@ SET_UP_FIRST = "Researchers need two-factor authentication: set up an authentica
 
 # Pages a staff account without TOTP may still open while set-up is required.
 SET_UP_PREFIXES = ("/accounts/", "/static/", "/healthz/")
+# The session key naming the account that set TOTP up in this session.
+SET_UP_IN_SESSION = "haieval_totp_set_up_by"
 
 
 def has_totp(user: object) -> bool:
@@ -36,9 +40,20 @@ def has_totp(user: object) -> bool:
 
 
 def mfa_completed(request: HttpRequest) -> bool:
-    """Whether this session's sign-in included a second factor (allauth records each step)."""
+    """Whether this session's sign-in included a second factor (allauth records each step), or
+    the account set its authenticator up in this session."""
+    if request.session.get(SET_UP_IN_SESSION) == str(request.user.pk):
+        return True
     records = get_authentication_records(request, request.user)
     return any(record.get("method") == "mfa" for record in records)
+
+
+def remember_set_up(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+    """allauth's ``authenticator_added`` receiver (connected in ``StudyConfig.ready``)."""
+    authenticator = kwargs.get("authenticator")
+    is_totp = authenticator is not None and authenticator.type == Authenticator.Type.TOTP
+    if is_totp and request is not None and user is not None:
+        request.session[SET_UP_IN_SESSION] = str(user.pk)
 
 
 class StaffMFAMiddleware:

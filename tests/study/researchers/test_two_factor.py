@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.internal.auth import (
     TOTP,
     format_hotp_value,
@@ -159,3 +160,23 @@ def test_production_requires_two_factor_unless_told_otherwise() -> None:
         "shell", "--no-imports", "-c", PRINT_SETTING, DJANGO_SETTINGS_MODULE="config.settings.dev"
     )
     assert dev.stdout.strip() == "False"
+
+
+@pytest.mark.django_db(transaction=True)  # allauth signals the set-up on commit
+def test_setting_up_totp_keeps_the_researcher_signed_in(
+    client: Client, researcher: Any, settings: Any
+) -> None:
+    settings.HAIEVAL_REQUIRE_MFA = True
+    client.post("/accounts/login/", {"login": researcher.email, "password": PASSWORD})
+    assert client.get("/admin/")["Location"] == "/accounts/2fa/totp/activate/"
+    client.post("/accounts/reauthenticate/", {"password": PASSWORD})
+    form = client.get("/accounts/2fa/totp/activate/")
+    secret = form.context["form"].secret
+    activated = client.post("/accounts/2fa/totp/activate/", {"code": current_code(secret)})
+    assert activated.status_code == 302
+    assert Authenticator.objects.filter(user=researcher, type=Authenticator.Type.TOTP).exists()
+    assert client.get("/admin/").status_code == 200
+    # A new session of the same account needs the code again.
+    other = Client()
+    other.post("/accounts/login/", {"login": researcher.email, "password": PASSWORD})
+    assert other.get("/admin/").status_code == 302
