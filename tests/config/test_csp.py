@@ -150,3 +150,15 @@ def test_the_report_draws_its_figure_under_the_policy(live_server: Any, page: An
     sign_in(page, live_server, amber.user)
     page.goto(f"{live_server.url}/study/results/trials/{trial.pk}/report/")
     page.wait_for_selector(".plotly-figure .main-svg")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(method="thread")
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_scripts_run_under_the_policy(live_server: Any, page: Any) -> None:
+    """The study form's researchers picker is built by the admin's SelectFilter2.js, its inlines
+    by inlines.js: both static files, so they run (and nothing is refused)."""
+    sign_in(page, live_server, ResearcherFactory.create(is_superuser=True))
+    page.goto(f"{live_server.url}/admin/study/study/add/")
+    page.wait_for_selector("#id_researchers_from")  # made by SelectFilter2.js
+    page.wait_for_selector(".add-row a")  # inlines.js's "Add another"
