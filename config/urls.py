@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 
@@ -10,6 +11,9 @@ from config import health, views
 admin.site.site_header = "HAI-Eval administration"
 admin.site.site_title = "HAI-Eval admin"
 admin.site.index_title = "Studies, participants and the task bank"
+# The admin has no login of its own: allauth's (rate-limited, with the two-factor step) signs
+# staff in; study/researchers/mfa.py refuses staff sessions that skipped the second factor.
+admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]
 
 urlpatterns = [
     path("", views.home, name="home"),

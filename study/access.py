@@ -14,12 +14,32 @@ from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.db.models import Model, Q, QuerySet
 from django.http import Http404, HttpRequest
 from django.http.response import HttpResponseBase
 
-from study.models import ExportJob, Participant, Study, Trial, User
+from evaluation.models import Evaluation, Submission
+from study.models import (
+    Answer,
+    Arm,
+    Assignment,
+    AssignmentLock,
+    ConfigSnapshot,
+    ConsentEvent,
+    ConsentForm,
+    ExportJob,
+    LoginLink,
+    Participant,
+    Response,
+    RetentionPolicy,
+    Study,
+    TaskPoolEntry,
+    Track,
+    Trial,
+    User,
+    Withdrawal,
+)
 
 NOT_A_RESEARCHER = "This page is for researchers."
 
@@ -126,3 +146,94 @@ def get_export_job_for_researcher(user: User | AnonymousUser, job_id: int) -> Ex
         )
     except ExportJob.DoesNotExist:
         raise Http404("no such export") from None
+
+
+def sees_every_study(user: User | AnonymousUser) -> bool:
+    return bool(user.is_authenticated and user.is_staff and user.is_superuser)
+
+
+def users_for_researcher(user: User | AnonymousUser) -> QuerySet[User]:
+    """Accounts of the researcher's studies: their participants and their researchers (no one
+    else's e-mail address)."""
+    if sees_every_study(user):
+        return User.objects.all()
+    studies = studies_for_researcher(user)
+    in_studies = Q(participant__study__in=studies) | Q(studies__in=studies)
+    return User.objects.filter(pk__in=User.objects.filter(in_studies).values("pk"))
+
+
+def researchers_for_researcher(user: User | AnonymousUser) -> QuerySet[User]:
+    """Who may be picked as a study's researcher: staff accounts only, and for a researcher only
+    the colleagues already on one of their studies (a superuser adds anyone else)."""
+    staff = User.objects.filter(is_staff=True, is_active=True)
+    if sees_every_study(user):
+        return staff
+    return staff.filter(pk__in=users_for_researcher(user).values("pk"))
+
+
+def submissions_for_researcher(user: User | AnonymousUser) -> QuerySet[Submission]:
+    """The engine's submissions of the researcher's trials (the engine itself knows no study)."""
+    if sees_every_study(user):
+        return Submission.objects.all()
+    return Submission.objects.filter(pk__in=trials_for_researcher(user).values("submission"))
+
+
+def evaluations_for_researcher(user: User | AnonymousUser) -> QuerySet[Evaluation]:
+    if sees_every_study(user):
+        return Evaluation.objects.all()
+    return Evaluation.objects.filter(submission__in=submissions_for_researcher(user))
+
+
+# The lookup from each study-owned model to its study ("" for the study itself). Models of
+# higher apps (telemetry) name theirs where they scope (``ScopedAdminMixin.study_path``).
+STUDY_PATHS: dict[type[Model], str] = {
+    Study: "",
+    Track: "study",
+    Arm: "study",
+    TaskPoolEntry: "study",
+    ConfigSnapshot: "study",
+    ConsentForm: "study",
+    ConsentEvent: "participant__study",
+    Participant: "study",
+    LoginLink: "participant__study",
+    Assignment: "study",
+    AssignmentLock: "study",
+    Trial: "participant__study",
+    Response: "participant__study",
+    Answer: "response__participant__study",
+    Withdrawal: "study",
+    RetentionPolicy: "study",
+    ExportJob: "study",
+}
+_SCOPED_BY_FUNCTION: dict[type[Model], Callable[[User | AnonymousUser], QuerySet[Any]]] = {
+    User: users_for_researcher,
+    Submission: submissions_for_researcher,
+    Evaluation: evaluations_for_researcher,
+}
+
+
+def is_study_owned(model: type[Model]) -> bool:
+    return model in STUDY_PATHS or model in _SCOPED_BY_FUNCTION
+
+
+def scope_for_researcher(
+    user: User | AnonymousUser, queryset: QuerySet[Any], study_path: str | None = None
+) -> QuerySet[Any]:
+    """``queryset`` narrowed to the rows of the researcher's studies (all rows for a superuser,
+    none for anyone who is not staff). ``study_path`` is the lookup from the model to its study;
+    without it the model must be one this module knows."""
+    model = queryset.model
+    if study_path is None and model in _SCOPED_BY_FUNCTION:
+        return queryset.filter(pk__in=_SCOPED_BY_FUNCTION[model](user).values("pk"))
+    if study_path is None:
+        if model not in STUDY_PATHS:
+            raise ImproperlyConfigured(f"{model._meta.label} has no known way to its study.")
+        study_path = STUDY_PATHS[model]
+    if not (user.is_authenticated and user.is_staff):
+        return queryset.none()
+    if sees_every_study(user):
+        return queryset
+    studies = studies_for_researcher(user)
+    if not study_path:
+        return queryset.filter(pk__in=studies.values("pk"))
+    return queryset.filter(**{f"{study_path}__in": studies})

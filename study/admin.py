@@ -8,6 +8,7 @@ from study.configuration import admin as configuration_admin
 from study.enrolment import admin as enrolment_admin
 from study.questionnaires import admin as questionnaires_admin
 from study.researchers import admin as researchers_admin
+from study.trials import admin as trials_admin
 
 __all__ = [
     "audit_admin",
@@ -15,4 +16,5 @@ __all__ = [
     "enrolment_admin",
     "questionnaires_admin",
     "researchers_admin",
+    "trials_admin",
 ]

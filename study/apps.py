@@ -12,9 +12,11 @@ class StudyConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at the top: this module loads before the app registry is ready.
+        from allauth.mfa.signals import authenticator_added
         from django.db.models.signals import post_migrate
 
         from study.exports import tables, tables_questionnaires
+        from study.researchers.mfa import remember_set_up
         from study.results.consumers import connect_monitor_signals
 
         post_migrate.connect(_sync_groups, sender=self, dispatch_uid="study-sync-groups")
@@ -23,6 +25,8 @@ class StudyConfig(AppConfig):
         tables_questionnaires.register_tables()
         # Push "something changed" to open live monitors (they also poll, for the default run).
         connect_monitor_signals()
+        # A researcher who just set up TOTP (with a code) stays signed in (researchers/mfa.py).
+        authenticator_added.connect(remember_set_up, dispatch_uid="study-mfa-set-up")
 
 
 def _sync_groups(sender: AppConfig, **kwargs: Any) -> None:

@@ -170,10 +170,39 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+# Reports every Content-Security-Policy violation of a page to its console (the browser also
+# logs "Refused to ..." itself); injected by Playwright, so the policy does not apply to it.
+CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
+
+
+def is_csp_violation(text: str) -> bool:
+    return text.startswith(("Refused to", "CSP violation:")) or "Content Security Policy" in text
+
+
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def csp_violations() -> list[str]:
+    """What the browser refused under the Content-Security-Policy while the test ran."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Any, csp_violations: list[str]) -> Iterator[Any]:
+    """A fresh browser page. Every browser test also checks that the page broke no rule of the
+    Content-Security-Policy: a violation fails the test when it ends."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(CSP_LISTENER)
     page = context.new_page()
     page.set_default_timeout(15_000)
+
+    def on_console(message: Any) -> None:
+        if is_csp_violation(message.text):
+            csp_violations.append(message.text)
+
+    page.on("console", on_console)
     yield page
     context.close()
+    assert csp_violations == [], "the page broke the Content-Security-Policy"

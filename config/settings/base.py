@@ -61,6 +61,7 @@ AUTH_USER_MODEL = "study.User"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -69,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "study.researchers.mfa.StaffMFAMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -217,6 +219,9 @@ ACCOUNT_RATE_LIMITS = {
 ALLAUTH_TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = env.str("MFA_TOTP_ISSUER", default="HAI-Eval")
+# Staff accounts without TOTP are sent to set it up before any admin or researcher page
+# (study/researchers/mfa.py). Production turns it on unless told otherwise.
+HAIEVAL_REQUIRE_MFA = env.bool("HAIEVAL_REQUIRE_MFA", default=False)
 
 # --- E-mail ---------------------------------------------------------------------------------
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
@@ -241,6 +246,22 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# Content-Security-Policy of every response (config/csp.py; the shape of Django 6's SECURE_CSP).
+# Scripts only from our origin (no inline script, no eval); inline styles for Monaco and Plotly;
+# Monaco's workers may start from blob: URLs; Bootstrap's CSS draws icons from data: images.
+SECURE_CSP: dict[str, list[str]] = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "worker-src": ["'self'", "blob:"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
 
 LOGGING = {
     "version": 1,

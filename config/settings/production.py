@@ -62,6 +62,9 @@ if len(EXPORT_HMAC_KEY) < 32:
         'print(secrets.token_urlsafe(48))").'
     )
 
+# Every researcher (staff account) signs in with a second factor; see study/researchers/mfa.py.
+HAIEVAL_REQUIRE_MFA = env.bool("HAIEVAL_REQUIRE_MFA", default=True)
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},

@@ -3,29 +3,19 @@ studies (the replay page is the friendlier way to read a trial's events)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from ide_bridge.models import IntegrityFlag, TrialEvent
-from study.access import studies_for_researcher
+from study.admin_scope import ScopedAdminMixin
 from study.readonly import ReadOnlyAdmin
 
 
-class _ReadOnlyTrialScopedAdmin(ReadOnlyAdmin):
+class _ReadOnlyTrialScopedAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_select_related = ("trial__participant__user", "trial__arm")
     list_per_page = 200
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return (
-            super()
-            .get_queryset(request)
-            .filter(trial__participant__study__in=studies_for_researcher(request.user))
-        )
+    study_path = "trial__participant__study"
 
     @admin.display(description="replay")
     def replay_link(self, obj: TrialEvent | IntegrityFlag) -> str:

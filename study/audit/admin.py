@@ -22,7 +22,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
-from study.access import studies_for_researcher
+from study.admin_scope import ScopedAdminMixin
 from study.audit import log as audit
 from study.audit.exports import CSV_COLUMNS, export_audit_log
 from study.audit.retention import record_retention_change
@@ -91,7 +91,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Withdrawal)
-class WithdrawalAdmin(ReadOnlyAdmin):
+class WithdrawalAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_display = ("study", "participant", "channel", "scope", "requested_at", "processed_by")
     list_filter = ("scope", "channel", "study")
     list_select_related = ("study", "participant__user")
@@ -107,22 +107,11 @@ class WithdrawalAdmin(ReadOnlyAdmin):
         "removed",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Withdrawal]:
-        return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
-
 
 @admin.register(RetentionPolicy)
-class RetentionPolicyAdmin(admin.ModelAdmin):
+class RetentionPolicyAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ("study", "contact_days", "telemetry_days", "ip_log_days", "closed_at")
     readonly_fields = ("closed_at",)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[RetentionPolicy]:
-        return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "study":
-            kwargs["queryset"] = studies_for_researcher(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(
         self, request: HttpRequest, obj: RetentionPolicy, form: Any, change: bool

@@ -19,7 +19,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html_join
 
 from evaluation.bank import list_templates, load_template
-from study.access import studies_for_researcher
+from study.access import researchers_for_researcher
+from study.admin_scope import ScopedAdminMixin, ScopedChoicesMixin
 from study.assignment.balance import balance_view
 from study.audit import retention
 from study.configuration import services
@@ -28,12 +29,12 @@ from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
 from study.readonly import ReadOnlyAdmin
 
 
-class TrackInline(admin.TabularInline):
+class TrackInline(ScopedChoicesMixin, admin.TabularInline):
     model = Track
     extra = 0
 
 
-class ArmInline(admin.StackedInline):
+class ArmInline(ScopedChoicesMixin, admin.StackedInline):
     model = Arm
     extra = 0
     fields = (("condition", "name"), ("ai_mode", "ide"), ("time_limit_min", "model", "token_cap"))
@@ -59,7 +60,7 @@ class PoolEntryForm(forms.ModelForm):
         return slug
 
 
-class PoolInline(admin.TabularInline):
+class PoolInline(ScopedChoicesMixin, admin.TabularInline):
     model = TaskPoolEntry
     form = PoolEntryForm
     extra = 0
@@ -67,7 +68,7 @@ class PoolInline(admin.TabularInline):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ("title", "slug", "status", "participant_count", "config_version", "tools")
     list_filter = ("status",)
     inlines = [TrackInline, ArmInline, PoolInline]
@@ -104,8 +105,14 @@ class StudyAdmin(admin.ModelAdmin):
     )
     actions = ["open_recruitment", "close_study"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Study]:
-        return studies_for_researcher(request.user)
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "researchers":
+            kwargs["queryset"] = researchers_for_researcher(request.user)
+            kwargs["help_text"] = (
+                "Staff accounts who may see and manage this study. You can pick colleagues "
+                "from your other studies; a superuser adds anyone else."
+            )
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     @admin.display(description="participants")
     def participant_count(self, obj: Study) -> int:
@@ -180,6 +187,6 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConfigSnapshot)
-class ConfigSnapshotAdmin(ReadOnlyAdmin):
+class ConfigSnapshotAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_display = ("study", "version", "sha256", "created_at")
     readonly_fields = ("study", "version", "sha256", "content", "created_at")

@@ -29,6 +29,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from study.access import studies_for_researcher
+from study.admin_scope import ScopedAdminMixin
 from study.enrolment.accounts import (
     MAX_BATCH,
     create_participants,
@@ -75,7 +76,7 @@ def create_participants_view(request: HttpRequest, study_id: int) -> HttpRespons
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ("username", "study", "stage", "track", "session_index", "created_at")
     list_filter = ("stage", "track", "study")
     list_select_related = ("user", "study", "track")
@@ -102,9 +103,6 @@ class ParticipantAdmin(admin.ModelAdmin):
         "withdraw_participants",
         "override_track",
     ]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
-        return super().get_queryset(request).filter(study__in=studies_for_researcher(request.user))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # accounts come from the study's "create accounts" page

@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from study.access import studies_for_researcher
+from study.admin_scope import ScopedAdminMixin
 from study.enrolment.consent import next_version_label, render_consent, validate_checkboxes
 from study.models import (
     Answer,
@@ -206,21 +206,12 @@ class ConsentFormForm(forms.ModelForm):
 
 
 @admin.register(ConsentForm)
-class ConsentFormAdmin(admin.ModelAdmin):
+class ConsentFormAdmin(ScopedAdminMixin, admin.ModelAdmin):
     form = ConsentFormForm
     list_display = ("study", "version", "title", "mode", "event_count", "created_at")
     list_filter = ("study", "mode")
     actions = ["create_next_version"]
     readonly_fields = ("preview", "content_sha256", "created_at")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ConsentForm]:
-        studies = studies_for_researcher(request.user)
-        return super().get_queryset(request).filter(study__in=studies)
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "study":
-            kwargs["queryset"] = studies_for_researcher(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         extra = ("preview", "content_sha256", "created_at")
@@ -277,7 +268,7 @@ class ConsentFormAdmin(admin.ModelAdmin):
 
 # --- Read-only records --------------------------------------------------------------------
 @admin.register(ConsentEvent)
-class ConsentEventAdmin(ReadOnlyAdmin):
+class ConsentEventAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_display = ("participant", "form", "decision", "typed_name_given", "decided_at")
     list_filter = ("decision", "form__study")
     list_select_related = ("participant__user", "form__study")
@@ -290,10 +281,6 @@ class ConsentEventAdmin(ReadOnlyAdmin):
     readonly_fields = tuple(
         name for row in fields for name in ((row,) if isinstance(row, str) else row)
     )
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ConsentEvent]:
-        studies = studies_for_researcher(request.user)
-        return super().get_queryset(request).filter(participant__study__in=studies)
 
     @admin.display(description="text shown")
     def shown_text(self, obj: ConsentEvent) -> str:
@@ -316,17 +303,13 @@ class AnswerInline(admin.TabularInline):
 
 
 @admin.register(Response)
-class ResponseAdmin(ReadOnlyAdmin):
+class ResponseAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_display = ("participant", "version", "trial", "submitted_at")
     list_filter = ("version",)
     list_select_related = ("participant__user", "version__questionnaire", "trial")
     fields = ("participant", "version", "trial", "submitted_at", "scores")
     readonly_fields = fields
     inlines = [AnswerInline]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Response]:
-        studies = studies_for_researcher(request.user)
-        return super().get_queryset(request).filter(participant__study__in=studies)
 
     @admin.display(description="scale scores (means)")
     def scores(self, obj: Response) -> str:

@@ -12,11 +12,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
-from study.access import studies_for_researcher
+from study.access import sees_every_study, studies_for_researcher
+from study.admin_scope import ScopedAdminMixin
 from study.readonly import ReadOnlyAdmin
 from study.vault.models import VaultEntry, VaultRead
 from study.vault.services import CONTACT_FIELDS, VAULT_PERMISSION, read_vault
@@ -26,8 +28,14 @@ def _may_read(request: HttpRequest) -> bool:
     return request.user.is_active and request.user.has_perm(VAULT_PERMISSION)
 
 
-class _VaultOnlyAdmin(ReadOnlyAdmin):
-    """Read-only, and invisible without the vault permission."""
+class _VaultOnlyAdmin(ScopedAdminMixin, ReadOnlyAdmin):
+    """Read-only, invisible without the vault permission, and only the reader's studies."""
+
+    def scope_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if sees_every_study(request.user):
+            return queryset
+        slugs = studies_for_researcher(request.user).values("slug")
+        return queryset.filter(study_slug__in=slugs)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return _may_read(request) and super().has_module_permission(request)

@@ -178,18 +178,19 @@ def test_query_count_does_not_grow_with_participants(
     add_people(study, 30, start=30)
     large = (count_queries(client, json_url), count_queries(client, page_url))
     assert small == large, (small, large)
-    # session, user, study, page count, page, its trials, flags (one provider), stage counts,
-    # grading queue, active trials; the page adds the study's tracks.
-    with django_assert_num_queries(10):
+    # session, user, the staff two-factor check (study/researchers/mfa.py), study, page count,
+    # page, its trials, flags (one provider), stage counts, grading queue, active trials; the
+    # page adds the study's tracks.
+    with django_assert_num_queries(11):
         data = monitor_json(client, study)
     assert len(data["participants"]) == 50
     assert data["summary"]["grading_queued"] == 60
     assert data["summary"]["trials_active"] == 60
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         client.get(page_url)
     # The rows partial costs what the JSON costs (the same data, rendered).
     rows_url = f"/study/results/{study.slug}/monitor/rows/"
-    assert count_queries(client, rows_url) == 10
+    assert count_queries(client, rows_url) == 11
 
 
 # --- The htmx partial ---------------------------------------------------------------------

@@ -170,13 +170,14 @@ def test_dashboard_queries_are_bounded(study: Study, django_assert_num_queries: 
     small = (count_queries(client, page), count_queries(client, csv_url))
     for i in range(6, 14):
         add_complete_participant(study, i)
-    # session, user, study, trials, snapshots, AI metrics (one provider), post-trial scale
-    # answers; the page adds the post-study AI roles.
-    with django_assert_num_queries(8):
+    # session, user, the staff two-factor check (study/researchers/mfa.py), study, trials,
+    # snapshots, AI metrics (one provider), post-trial scale answers; the page adds the
+    # post-study AI roles.
+    with django_assert_num_queries(9):
         response = client.get(page)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         client.get(csv_url)
-    assert small == (8, 7)
+    assert small == (9, 8)
 
     html = response.content.decode()
     assert "Table 2" in html
