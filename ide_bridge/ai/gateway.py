@@ -9,16 +9,23 @@ The services are async: provider calls (seconds long) run on the event loop thro
 around them runs in ``sync_to_async`` blocks, each write in its own ``transaction.atomic``.
 (Synchronous views would tie up one worker thread per pending LLM call under daphne.)
 
-Known limit: two requests sent at the same moment may both pass the token-cap check, so a
-trial can overshoot its cap by one request (bounded by ``max_tokens``, itself capped to the
-remaining budget).
+The token cap holds under concurrency: before the provider is called, the request reserves its
+largest possible cost (its prompt, estimated with a margin, plus its ``max_tokens``) under the
+trial's row lock; recording the reply replaces the reservation with the real usage in the same
+transaction, and a failed call drops it. Requests that would not fit in what is left are refused
+(429), so a trial spends at most its cap as long as the provider honours ``max_tokens`` and the
+prompt estimate holds (see ``PROMPT_RESERVE_FACTOR``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -30,10 +37,11 @@ from ide_bridge.ai.feedback import feedback_prompt, unified_diff
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
     CURSOR,
+    estimate_prompt_tokens,
     extract_code,
     strip_fences,
 )
-from ide_bridge.models import AIRequest, IntegrityFlag
+from ide_bridge.models import AIRequest, AITokenReservation, IntegrityFlag
 from study.models import Trial
 from study.trials.services import TrialClosed, arm_config, save_draft
 
@@ -54,6 +62,11 @@ PURPOSES: dict[str, Purpose] = {
 # Reply length (tokens) and the whole-reply timeout (seconds) per kind.
 MAX_TOKENS: dict[str, int] = {Kind.CHAT: 1024, Kind.COMPLETE: 128, Kind.FEEDBACK: 4096}
 TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBACK: 120.0}
+# The prompt's share of a reservation: the 4-characters-per-token estimate plus a margin, since
+# a real tokeniser may count up to ~20 % more (code with many symbols).
+PROMPT_RESERVE_FACTOR = 1.25
+# A reservation older than the longest call (the process died mid-call) no longer holds tokens.
+RESERVATION_TTL = timedelta(seconds=max(TIMEOUT_S.values()) + 60)
 # Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
 CONTEXT_CHARS = 6000
 
@@ -149,6 +162,8 @@ class _Request:
     conversation: list[Message]
     settings: AISettings = field(init=False)
     used: int = 0  # tokens of the trial's earlier OK requests
+    max_tokens: int = 0  # the reply's budget, set by the reservation
+    reservation: int | None = None  # AITokenReservation pk while the call is pending
 
 
 # --- Services ---------------------------------------------------------------------------------
@@ -156,8 +171,9 @@ async def chat(trial: Trial, messages: list[Message], stage: str | None = None) 
     system: Message = {"role": "system", "content": CHAT_SYSTEM}
     request = _Request(trial, Kind.CHAT, stage or "", [system, *messages])
     await _authorise(request)
-    reply, ms = await _call(request)
-    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
 
 
 async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
@@ -170,9 +186,10 @@ async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
     ]
     request = _Request(trial, Kind.COMPLETE, "", conversation)
     await _authorise(request)
-    reply, ms = await _call(request)
-    reply = replace(reply, text=strip_fences(reply.text))
-    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        reply = replace(reply, text=strip_fences(reply.text))
+        return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
 
 
 async def feedback(
@@ -186,9 +203,12 @@ async def feedback(
     )
     await _authorise(request)
     base = await sync_to_async(_feedback_conversation)(request, feedback_text)
-    reply, ms = await _call(request)
-    revised = extract_code(reply.text)
-    request_id, applied, notice = await sync_to_async(_record_revision)(request, reply, ms, revised)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        revised = extract_code(reply.text)
+        request_id, applied, notice = await sync_to_async(_record_revision)(
+            request, reply, ms, revised
+        )
     code = revised if applied and revised is not None else base
     return _result(
         request,
@@ -226,17 +246,29 @@ def record_outcome(trial: Trial, suggestion_id: str, outcome: str) -> str:
 
 
 def tokens_used(trial: Trial) -> int:
-    """Prompt + completion tokens of the trial's successful requests (what the cap counts)."""
+    """Prompt + completion tokens of the trial's successful requests plus those held by its
+    pending ones (what the cap counts)."""
+    return _settled_tokens(trial) + _held_tokens(trial)
+
+
+def _settled_tokens(trial: Trial) -> int:
     total = AIRequest.objects.filter(trial=trial, status=Status.OK).aggregate(
         total=Sum(F("prompt_tokens") + F("completion_tokens"))
     )["total"]
     return int(total or 0)
 
 
+def _held_tokens(trial: Trial) -> int:
+    live = AITokenReservation.objects.filter(
+        trial=trial, created_at__gt=timezone.now() - RESERVATION_TTL
+    )
+    return int(live.aggregate(total=Sum("tokens"))["total"] or 0)
+
+
 # --- Steps ------------------------------------------------------------------------------------
 @sync_to_async
 def _authorise(request: _Request) -> None:
-    """Arm mode, then trial state, then the token cap; each refusal is recorded."""
+    """Arm mode, then trial state; each refusal is recorded (the token cap is ``_reserve``'s)."""
     trial = request.trial
     request.settings = settings = AISettings.for_trial(trial)
     if settings.ai_mode not in ALLOWED_MODES[request.kind]:
@@ -255,13 +287,56 @@ def _authorise(request: _Request) -> None:
             if trial.status == Trial.Status.PENDING
             else "This task is closed; the AI assistant is no longer available."
         )
-    request.used = tokens_used(trial)
-    if request.used >= settings.token_cap:
-        _refuse(request, f"token cap {settings.token_cap} reached")
+
+
+@asynccontextmanager
+async def _reserved(request: _Request) -> AsyncIterator[None]:
+    """Hold the request's largest cost for the duration of the block (see ``_reserve``)."""
+    await sync_to_async(_reserve)(request)
+    try:
+        yield
+    finally:  # recording the reply already dropped it; this covers every other way out
+        await sync_to_async(_release)(request)
+
+
+def _reserve(request: _Request) -> None:
+    """Under the trial's row lock, count what its requests spent and hold, and reserve this
+    request's prompt (estimated, with a margin) and reply budget; refuse (429, recorded) when
+    not even a one-token reply fits."""
+    trial, cap = request.trial, request.settings.token_cap
+    prompt = math.ceil(estimate_prompt_tokens(request.conversation) * PROMPT_RESERVE_FACTOR)
+    with transaction.atomic():
+        list(Trial.objects.select_for_update().filter(pk=trial.pk).values_list("pk"))
+        used, held = _settled_tokens(trial), _held_tokens(trial)
+        room = cap - used - held - prompt
+        if room >= 1:
+            request.used = used
+            request.max_tokens = min(MAX_TOKENS[request.kind], room)
+            request.reservation = AITokenReservation.objects.create(
+                trial=trial, tokens=prompt + request.max_tokens
+            ).pk
+            return
+    _refuse(request, f"token cap {cap}: {used} used, {held} held, {prompt} needed")
+    if used >= cap:
         raise TokenCapReached(
-            f"You have used the {settings.token_cap:,} tokens this task allows for the AI "
-            "assistant."
+            f"You have used the {cap:,} tokens this task allows for the AI assistant."
         )
+    raise TokenCapReached(
+        f"Only {cap - used:,} of the {cap:,} tokens this task allows for the AI assistant are "
+        + ("left, and requests still running hold some of them" if held else "left")
+        + ": too few for this request."
+    )
+
+
+def _drop_reservation(request: _Request) -> None:
+    """Part of the transaction that records the request (undone with it if it rolls back)."""
+    if request.reservation is not None:
+        AITokenReservation.objects.filter(pk=request.reservation).delete()
+
+
+def _release(request: _Request) -> None:
+    _drop_reservation(request)
+    request.reservation = None
 
 
 @transaction.atomic
@@ -293,7 +368,7 @@ async def _call(request: _Request) -> tuple[ProviderReply, int]:
         reply = await provider.complete_chat(
             request.conversation,
             model=settings.model,
-            max_tokens=max(1, min(MAX_TOKENS[request.kind], settings.token_cap - request.used)),
+            max_tokens=request.max_tokens,
             timeout=TIMEOUT_S[request.kind],
             purpose=PURPOSES[request.kind],
         )
@@ -324,10 +399,13 @@ def _create(request: _Request, status: str, **fields: Any) -> AIRequest:
 @transaction.atomic
 def _record_error(request: _Request, error: str, latency_ms: int) -> None:
     _create(request, Status.ERROR, latency_ms=latency_ms, error=error)
+    _drop_reservation(request)
 
 
 @transaction.atomic
 def _record(request: _Request, reply: ProviderReply, latency_ms: int, error: str = "") -> str:
+    """Store the reply with its real usage, which replaces the reservation (one transaction)."""
+    _drop_reservation(request)
     row = _create(
         request,
         Status.OK,

@@ -64,13 +64,15 @@ class DemoProvider:
             text = demo_revision(last_user)
         else:
             text = demo_chat(last_user)
-        text = _truncate_to_tokens(text, max_tokens) if purpose != "feedback" else text
+        # Like a real model, a reply longer than its budget is cut off (a cut revision has no
+        # closing fence, so the gateway applies nothing).
+        truncated = _truncate_to_tokens(text, max_tokens)
         return ProviderReply(
-            text=text,
+            text=truncated,
             prompt_tokens=estimate_prompt_tokens(messages),
-            completion_tokens=estimate_tokens(text),
+            completion_tokens=estimate_tokens(truncated),
             usage_source="estimated",
-            finish_reason="stop",
+            finish_reason="stop" if truncated == text else "length",
             model=model or "demo",
         )
 

@@ -159,17 +159,28 @@ def test_malformed_requests_are_refused_with_400(body: Any) -> None:
 
 
 def test_the_token_cap_refuses_further_requests_with_a_clear_message() -> None:
-    client, trial, _ = open_trial(ai_mode="inline_chat", token_cap=50)
+    client, trial, _ = open_trial(ai_mode="inline_chat", token_cap=200)
     assert post(client, trial, "chat", {"message": "Explain the task"}).status_code == 200
-    assert gateway.tokens_used(trial) >= 50
+    first = AIRequest.objects.get(trial=trial)
+    # The reply's budget was what the cap left after the (estimated) prompt.
+    assert first.finish_reason == "length"
+    assert 150 < gateway.tokens_used(trial) == first.total_tokens <= 200
+    left = 200 - first.total_tokens
     for kind, body in [("chat", {"message": "More"}), ("complete", {"prefix": "x = "})]:
         response = post(client, trial, kind, body)
         assert response.status_code == 429
         assert response.json() == {
-            "error": "You have used the 50 tokens this task allows for the AI assistant."
+            "error": f"Only {left} of the 200 tokens this task allows for the AI assistant are "
+            "left: too few for this request."
         }
+    AIRequest.objects.filter(pk=first.pk).update(completion_tokens=200)
+    response = post(client, trial, "chat", {"message": "More"})
+    assert response.json() == {
+        "error": "You have used the 200 tokens this task allows for the AI assistant."
+    }
     statuses = list(AIRequest.objects.filter(trial=trial).values_list("status", flat=True))
-    assert statuses == ["ok", "refused", "refused"]
+    assert statuses == ["ok", "refused", "refused", "refused"]
+    assert gateway.tokens_used(trial) == first.prompt_tokens + 200  # refusals cost nothing
     assert not IntegrityFlag.objects.exists()  # a cap is not an integrity problem
 
 
