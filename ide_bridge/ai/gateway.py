@@ -67,6 +67,9 @@ TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBA
 PROMPT_RESERVE_FACTOR = 1.25
 # A reservation older than the longest call (the process died mid-call) no longer holds tokens.
 RESERVATION_TTL = timedelta(seconds=max(TIMEOUT_S.values()) + 60)
+# Earlier chat turns sent along with a new message (user and assistant turns, newest kept).
+MAX_HISTORY_TURNS = 40
+MAX_HISTORY_CHARS = 48_000  # ~12k tokens
 # Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
 CONTEXT_CHARS = 6000
 
@@ -167,10 +170,16 @@ class _Request:
 
 
 # --- Services ---------------------------------------------------------------------------------
-async def chat(trial: Trial, messages: list[Message], stage: str | None = None) -> AIResult:
+async def chat(trial: Trial, message: str, stage: str | None = None) -> AIResult:
+    """The participant's new message, answered in the conversation the server kept (the
+    trial's answered chat requests): the browser never supplies earlier turns, so nothing the
+    model did not say reaches it, or the record, as the model's."""
     system: Message = {"role": "system", "content": CHAT_SYSTEM}
-    request = _Request(trial, Kind.CHAT, stage or "", [system, *messages])
+    request = _Request(
+        trial, Kind.CHAT, stage or "", [system, {"role": "user", "content": message}]
+    )
     await _authorise(request)
+    await sync_to_async(_chat_conversation)(request)
     async with _reserved(request):
         reply, ms = await _call(request)
         return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
@@ -430,6 +439,27 @@ def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: A
         is_demo=request.settings.provider == "demo",
         **extra,
     )
+
+
+# --- Chat -------------------------------------------------------------------------------------
+def _chat_conversation(request: _Request) -> None:
+    """Put the trial's earlier turns (its answered chat requests: what the participant asked,
+    what the model replied) between the system prompt and the new message; the oldest go first
+    beyond ``MAX_HISTORY_TURNS`` turns or ``MAX_HISTORY_CHARS`` characters."""
+    system, new = request.conversation[0], request.conversation[-1]
+    rows = AIRequest.objects.filter(trial=request.trial, kind=Kind.CHAT, status=Status.OK)
+    history: list[Message] = []
+    size = len(new["content"])
+    for row in rows.order_by("-created_at")[: MAX_HISTORY_TURNS // 2]:
+        asked = str(row.messages[-1].get("content", "")) if row.messages else ""
+        size += len(asked) + len(row.reply)
+        if size > MAX_HISTORY_CHARS:
+            break
+        history[:0] = [
+            {"role": "user", "content": asked},
+            {"role": "assistant", "content": row.reply},
+        ]
+    request.conversation = [system, *history, new]
 
 
 # --- Feedback mode ----------------------------------------------------------------------------
