@@ -325,11 +325,14 @@ def test_demo_completion_continues_the_line_at_the_cursor() -> None:
 
 def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     code = "from __future__ import annotations\n\n\ndef solve(x):\n    return x\n"
-    request = f"Task...\n{CODE_START}{code}{CODE_END}Debugging{FEEDBACK_HEADING}Handle empty x"
+    request: list[Message] = [
+        {"role": "user", "content": f"Task...\n{CODE_START}{code}{CODE_END}Debugging"},
+        {"role": "user", "content": f"{FEEDBACK_HEADING}Handle empty x"},
+    ]
     demo = DemoProvider()
     reply = asyncio.run(
         demo.complete_chat(
-            [{"role": "user", "content": request}],
+            request,
             model="",
             max_tokens=4096,
             timeout=1,
@@ -352,7 +355,7 @@ def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     # Like a real model, a revision longer than its budget is cut off: no usable code.
     cut = asyncio.run(
         demo.complete_chat(
-            [{"role": "user", "content": request}],
+            request,
             model="",
             max_tokens=40,
             timeout=1,
