@@ -10,38 +10,34 @@ around them runs in ``sync_to_async`` blocks, each write in its own ``transactio
 (Synchronous views would tie up one worker thread per pending LLM call under daphne.)
 
 The token cap holds under concurrency: before the provider is called, the request reserves its
-largest possible cost (its prompt, estimated with a margin, plus its ``max_tokens``) under the
-trial's row lock; recording the reply replaces the reservation with the real usage in the same
-transaction, and a failed call drops it. Requests that would not fit in what is left are refused
-(429), so a trial spends at most its cap as long as the provider honours ``max_tokens`` and the
-prompt estimate holds (see ``PROMPT_RESERVE_FACTOR``).
+largest possible cost (``ide_bridge.ai.budget``); recording the reply replaces the reservation
+with the real usage in the same transaction, a failed call drops it, and a request that does
+not fit in what is left is refused (429).
 """
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import F, Sum
 from django.utils import timezone
 
+from ide_bridge.ai import budget
+from ide_bridge.ai.chat import chat_conversation
 from ide_bridge.ai.feedback import feedback_prompt, unified_diff
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
     CURSOR,
-    estimate_prompt_tokens,
     extract_code,
     strip_fences,
 )
-from ide_bridge.models import AIRequest, AITokenReservation, IntegrityFlag
+from ide_bridge.models import AIRequest, IntegrityFlag
 from study.models import Trial
 from study.trials.services import TrialClosed, arm_config, save_draft
 
@@ -62,21 +58,9 @@ PURPOSES: dict[str, Purpose] = {
 # Reply length (tokens) and the whole-reply timeout (seconds) per kind.
 MAX_TOKENS: dict[str, int] = {Kind.CHAT: 1024, Kind.COMPLETE: 128, Kind.FEEDBACK: 4096}
 TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBACK: 120.0}
-# The prompt's share of a reservation: the 4-characters-per-token estimate plus a margin, since
-# a real tokeniser may count up to ~20 % more (code with many symbols).
-PROMPT_RESERVE_FACTOR = 1.25
-# A reservation older than the longest call (the process died mid-call) no longer holds tokens.
-RESERVATION_TTL = timedelta(seconds=max(TIMEOUT_S.values()) + 60)
-# Earlier chat turns sent along with a new message (user and assistant turns, newest kept).
-MAX_HISTORY_TURNS = 40
-MAX_HISTORY_CHARS = 48_000  # ~12k tokens
 # Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
 CONTEXT_CHARS = 6000
 
-CHAT_SYSTEM = (
-    "You are a coding assistant helping a participant in a timed programming study. Answer "
-    "concisely. Show code in fenced Python code blocks."
-)
 COMPLETE_SYSTEM = (
     f"You are a Python code completion engine. The user message is a file with the cursor "
     f"marked {CURSOR}. Reply with only the text to insert at the cursor: no explanation, no "
@@ -164,9 +148,11 @@ class _Request:
     stage: str
     conversation: list[Message]
     settings: AISettings = field(init=False)
-    used: int = 0  # tokens of the trial's earlier OK requests
-    max_tokens: int = 0  # the reply's budget, set by the reservation
-    reservation: int | None = None  # AITokenReservation pk while the call is pending
+    reservation: budget.Reservation | None = None  # while the provider call is pending
+
+    @property
+    def used(self) -> int:  # tokens of the trial's earlier answered requests
+        return self.reservation.used if self.reservation else 0
 
 
 # --- Services ---------------------------------------------------------------------------------
@@ -174,12 +160,9 @@ async def chat(trial: Trial, message: str, stage: str | None = None) -> AIResult
     """The participant's new message, answered in the conversation the server kept (the
     trial's answered chat requests): the browser never supplies earlier turns, so nothing the
     model did not say reaches it, or the record, as the model's."""
-    system: Message = {"role": "system", "content": CHAT_SYSTEM}
-    request = _Request(
-        trial, Kind.CHAT, stage or "", [system, {"role": "user", "content": message}]
-    )
+    request = _Request(trial, Kind.CHAT, stage or "", [{"role": "user", "content": message}])
     await _authorise(request)
-    await sync_to_async(_chat_conversation)(request)
+    request.conversation = await sync_to_async(chat_conversation)(trial, message)
     async with _reserved(request):
         reply, ms = await _call(request)
         return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
@@ -254,26 +237,6 @@ def record_outcome(trial: Trial, suggestion_id: str, outcome: str) -> str:
     return stored
 
 
-def tokens_used(trial: Trial) -> int:
-    """Prompt + completion tokens of the trial's successful requests plus those held by its
-    pending ones (what the cap counts)."""
-    return _settled_tokens(trial) + _held_tokens(trial)
-
-
-def _settled_tokens(trial: Trial) -> int:
-    total = AIRequest.objects.filter(trial=trial, status=Status.OK).aggregate(
-        total=Sum(F("prompt_tokens") + F("completion_tokens"))
-    )["total"]
-    return int(total or 0)
-
-
-def _held_tokens(trial: Trial) -> int:
-    live = AITokenReservation.objects.filter(
-        trial=trial, created_at__gt=timezone.now() - RESERVATION_TTL
-    )
-    return int(live.aggregate(total=Sum("tokens"))["total"] or 0)
-
-
 # --- Steps ------------------------------------------------------------------------------------
 @sync_to_async
 def _authorise(request: _Request) -> None:
@@ -300,52 +263,22 @@ def _authorise(request: _Request) -> None:
 
 @asynccontextmanager
 async def _reserved(request: _Request) -> AsyncIterator[None]:
-    """Hold the request's largest cost for the duration of the block (see ``_reserve``)."""
-    await sync_to_async(_reserve)(request)
+    """Hold the request's largest cost for the duration of the block; refuse (429, recorded)
+    when the cap leaves too little."""
+    try:
+        request.reservation = await sync_to_async(budget.reserve)(
+            request.trial,
+            request.settings.token_cap,
+            request.conversation,
+            MAX_TOKENS[request.kind],
+        )
+    except budget.NoRoom as exc:
+        await sync_to_async(_refuse)(request, str(exc))
+        raise TokenCapReached(exc.for_participant()) from None
     try:
         yield
     finally:  # recording the reply already dropped it; this covers every other way out
-        await sync_to_async(_release)(request)
-
-
-def _reserve(request: _Request) -> None:
-    """Under the trial's row lock, count what its requests spent and hold, and reserve this
-    request's prompt (estimated, with a margin) and reply budget; refuse (429, recorded) when
-    not even a one-token reply fits."""
-    trial, cap = request.trial, request.settings.token_cap
-    prompt = math.ceil(estimate_prompt_tokens(request.conversation) * PROMPT_RESERVE_FACTOR)
-    with transaction.atomic():
-        list(Trial.objects.select_for_update().filter(pk=trial.pk).values_list("pk"))
-        used, held = _settled_tokens(trial), _held_tokens(trial)
-        room = cap - used - held - prompt
-        if room >= 1:
-            request.used = used
-            request.max_tokens = min(MAX_TOKENS[request.kind], room)
-            request.reservation = AITokenReservation.objects.create(
-                trial=trial, tokens=prompt + request.max_tokens
-            ).pk
-            return
-    _refuse(request, f"token cap {cap}: {used} used, {held} held, {prompt} needed")
-    if used >= cap:
-        raise TokenCapReached(
-            f"You have used the {cap:,} tokens this task allows for the AI assistant."
-        )
-    raise TokenCapReached(
-        f"Only {cap - used:,} of the {cap:,} tokens this task allows for the AI assistant are "
-        + ("left, and requests still running hold some of them" if held else "left")
-        + ": too few for this request."
-    )
-
-
-def _drop_reservation(request: _Request) -> None:
-    """Part of the transaction that records the request (undone with it if it rolls back)."""
-    if request.reservation is not None:
-        AITokenReservation.objects.filter(pk=request.reservation).delete()
-
-
-def _release(request: _Request) -> None:
-    _drop_reservation(request)
-    request.reservation = None
+        await sync_to_async(budget.drop)(request.reservation)
 
 
 @transaction.atomic
@@ -377,7 +310,7 @@ async def _call(request: _Request) -> tuple[ProviderReply, int]:
         reply = await provider.complete_chat(
             request.conversation,
             model=settings.model,
-            max_tokens=request.max_tokens,
+            max_tokens=request.reservation.max_tokens if request.reservation else 1,
             timeout=TIMEOUT_S[request.kind],
             purpose=PURPOSES[request.kind],
         )
@@ -408,13 +341,13 @@ def _create(request: _Request, status: str, **fields: Any) -> AIRequest:
 @transaction.atomic
 def _record_error(request: _Request, error: str, latency_ms: int) -> None:
     _create(request, Status.ERROR, latency_ms=latency_ms, error=error)
-    _drop_reservation(request)
+    budget.drop(request.reservation)
 
 
 @transaction.atomic
 def _record(request: _Request, reply: ProviderReply, latency_ms: int, error: str = "") -> str:
     """Store the reply with its real usage, which replaces the reservation (one transaction)."""
-    _drop_reservation(request)
+    budget.drop(request.reservation)
     row = _create(
         request,
         Status.OK,
@@ -439,27 +372,6 @@ def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: A
         is_demo=request.settings.provider == "demo",
         **extra,
     )
-
-
-# --- Chat -------------------------------------------------------------------------------------
-def _chat_conversation(request: _Request) -> None:
-    """Put the trial's earlier turns (its answered chat requests: what the participant asked,
-    what the model replied) between the system prompt and the new message; the oldest go first
-    beyond ``MAX_HISTORY_TURNS`` turns or ``MAX_HISTORY_CHARS`` characters."""
-    system, new = request.conversation[0], request.conversation[-1]
-    rows = AIRequest.objects.filter(trial=request.trial, kind=Kind.CHAT, status=Status.OK)
-    history: list[Message] = []
-    size = len(new["content"])
-    for row in rows.order_by("-created_at")[: MAX_HISTORY_TURNS // 2]:
-        asked = str(row.messages[-1].get("content", "")) if row.messages else ""
-        size += len(asked) + len(row.reply)
-        if size > MAX_HISTORY_CHARS:
-            break
-        history[:0] = [
-            {"role": "user", "content": asked},
-            {"role": "assistant", "content": row.reply},
-        ]
-    request.conversation = [system, *history, new]
 
 
 # --- Feedback mode ----------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from django.test import AsyncRequestFactory, Client
 from django.test.client import Client as ClientType
 from django.utils import timezone
 
-from ide_bridge.ai import gateway
+from ide_bridge.ai import budget, gateway
 from ide_bridge.ai import views as views_ai
+from ide_bridge.ai.chat import CHAT_SYSTEM
 from ide_bridge.models import AIRequest, IntegrityFlag
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
@@ -157,7 +158,7 @@ def test_chat_history_is_the_servers_and_assistant_turns_from_the_browser_are_re
     assert rows.count() == 2
     conversation = [(m["role"], m["content"]) for m in rows[1].messages]
     assert conversation == [
-        ("system", gateway.CHAT_SYSTEM),
+        ("system", CHAT_SYSTEM),
         ("user", "How do I start?"),
         ("assistant", first["reply"]),
         ("user", "Go on"),
@@ -192,7 +193,7 @@ def test_the_token_cap_refuses_further_requests_with_a_clear_message() -> None:
     first = AIRequest.objects.get(trial=trial)
     # The reply's budget was what the cap left after the (estimated) prompt.
     assert first.finish_reason == "length"
-    assert 150 < gateway.tokens_used(trial) == first.total_tokens <= 200
+    assert 150 < budget.tokens_used(trial) == first.total_tokens <= 200
     left = 200 - first.total_tokens
     for kind, body in [("chat", {"message": "More"}), ("complete", {"prefix": "x = "})]:
         response = post(client, trial, kind, body)
@@ -208,7 +209,7 @@ def test_the_token_cap_refuses_further_requests_with_a_clear_message() -> None:
     }
     statuses = list(AIRequest.objects.filter(trial=trial).values_list("status", flat=True))
     assert statuses == ["ok", "refused", "refused", "refused"]
-    assert gateway.tokens_used(trial) == first.prompt_tokens + 200  # refusals cost nothing
+    assert budget.tokens_used(trial) == first.prompt_tokens + 200  # refusals cost nothing
     assert not IntegrityFlag.objects.exists()  # a cap is not an integrity problem
 
 
@@ -324,7 +325,7 @@ def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
     assert response.json()["demo"] is False
     sent = fake_openai.requests[-1]
     assert sent["model"] == "gpt-test"
-    assert sent["messages"][0] == {"role": "system", "content": gateway.CHAT_SYSTEM}
+    assert sent["messages"][0] == {"role": "system", "content": CHAT_SYSTEM}
     assert sent["headers"]["Authorization"] == "Bearer sk-e2e-secret"
     assert sent["max_tokens"] == gateway.MAX_TOKENS["chat"]
     row = AIRequest.objects.get(trial=trial)
@@ -338,7 +339,7 @@ def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
     failed = AIRequest.objects.get(trial=trial, status="error")
     assert "HTTP 500" in failed.error
     assert "sk-e2e-secret" not in failed.error
-    assert gateway.tokens_used(trial) == 25  # errors cost nothing
+    assert budget.tokens_used(trial) == 25  # errors cost nothing
 
 
 def test_a_request_the_browser_abandons_is_still_recorded_and_counted(

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from ide_bridge.ai import gateway
+from ide_bridge.ai import budget
 from ide_bridge.models import AIRequest, AITokenReservation
 from tests.ide_bridge.ai.test_gateway_http import open_trial, post
 from tests.ide_bridge.ai.test_providers import FakeOpenAI
@@ -96,7 +96,7 @@ def test_parallel_requests_at_85_percent_of_the_cap_never_spend_more_than_the_ca
     codes = Counter(r.status_code for r in responses)
     assert set(codes) == {200, 429}, codes
     assert codes[200] >= 1
-    assert gateway.tokens_used(trial) <= CAP
+    assert budget.tokens_used(trial) <= CAP
     rows = AIRequest.objects.filter(trial=trial).exclude(prompt_tokens=CAP * 85 // 100)
     assert sorted(rows.values_list("status", flat=True)) == sorted(
         ["ok"] * codes[200] + ["refused"] * codes[429]
