@@ -4,12 +4,14 @@ The feedback-only arm takes only the editor, whose code the assistant wrote."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import re
 import tarfile
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -159,3 +161,12 @@ def test_the_study_admin_offers_the_channels_with_their_help_text(admin_client: 
     html = admin_client.get(f"/admin/study/study/{study.pk}/change/").content.decode()
     assert 'name="arms-0-submission_channels" value="script"' in html
     assert "A feedback-only arm may allow only the in-browser editor" in html
+
+
+def test_the_migration_leaves_existing_feedback_only_arms_the_editor_alone() -> None:
+    migration = importlib.import_module("study.migrations.0007_arm_submission_channels")
+    study = journey_study()
+    study.arms.filter(condition="B").update(ai_mode=Arm.AIMode.FEEDBACK)
+    migration.feedback_arms_take_only_the_editor(django_apps, None)
+    channels = dict(study.arms.values_list("condition", "submission_channels"))
+    assert channels == {"A": ["editor", "upload", "script"], "B": ["editor"]}
