@@ -210,11 +210,13 @@ ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_SESSION_REMEMBER = None
 # allauth's rate limiter also guards the participants' personal and recruitment links (POSTs per
-# client address; see study/enrolment/views.py). The address is REMOTE_ADDR, which daphne's
-# --proxy-headers already takes from the reverse proxy (deploy/start-web); set the proxy count
-# only when more proxies sit in front and REMOTE_ADDR would be one of them.
+# client address) and the accounts a recruitment link creates (per study); see
+# study/enrolment/views.py. The client address is the TRUSTED_PROXY_COUNT-th X-Forwarded-For
+# hop from the right, or, with the default 0, REMOTE_ADDR (the TCP peer: daphne runs without
+# --proxy-headers, so no header a client sends can change it).
 ACCOUNT_RATE_LIMITS = {
     "study_link": f"{env.int('STUDY_LINK_POSTS_PER_MINUTE', default=20)}/m/ip",
+    "study_join": f"{env.int('STUDY_JOINS_PER_HOUR', default=100)}/h/key",
 }
 ALLAUTH_TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]

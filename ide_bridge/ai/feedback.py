@@ -1,8 +1,9 @@
 """The feedback-only arm (ELABORATION protocol): what the model is told, and the diff shown.
 
 The participant cannot edit the code; each feedback message goes to the model with the task
-description, the earlier feedback, the current ``solution.py`` and the stage of work, and the
-model answers with a complete revised ``solution.py`` (applied by ``gateway.feedback``).
+description, the earlier feedback, the current ``solution.py`` and the stage of work (one
+message), the feedback itself in a message of its own, and the model answers with a complete
+revised ``solution.py`` (applied by ``gateway.feedback``).
 """
 
 from __future__ import annotations
@@ -46,16 +47,17 @@ def feedback_prompt(trial: Trial, stage: str, feedback_text: str) -> tuple[str, 
             "role": "user",
             "content": f"Task description (README.md):\n{files.get('README.md', '')}\n\n"
             + (f"Earlier feedback, oldest first:\n{history}\n" if history else "")
-            + f"{CODE_START}{code}{CODE_END}{label}{FEEDBACK_HEADING}{feedback_text}",
+            + f"{CODE_START}{code}{CODE_END}{label}",
         },
+        {"role": "user", "content": f"{FEEDBACK_HEADING}{feedback_text}"},
     ]
     return base, conversation
 
 
 def feedback_of(row: AIRequest) -> str:
-    """The participant's feedback text of an earlier feedback request."""
-    content = row.messages[-1].get("content", "") if row.messages else ""
-    return str(content).rpartition(FEEDBACK_HEADING)[2]
+    """The participant's feedback text of an earlier feedback request (its last message)."""
+    content = str(row.messages[-1].get("content", "")) if row.messages else ""
+    return content.removeprefix(FEEDBACK_HEADING)
 
 
 def unified_diff(before: str, after: str) -> str:

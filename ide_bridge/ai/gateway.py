@@ -9,23 +9,27 @@ The services are async: provider calls (seconds long) run on the event loop thro
 around them runs in ``sync_to_async`` blocks, each write in its own ``transaction.atomic``.
 (Synchronous views would tie up one worker thread per pending LLM call under daphne.)
 
-Known limit: two requests sent at the same moment may both pass the token-cap check, so a
-trial can overshoot its cap by one request (bounded by ``max_tokens``, itself capped to the
-remaining budget).
+The token cap holds under concurrency: before the provider is called, the request reserves its
+largest possible cost (``ide_bridge.ai.budget``); recording the reply replaces the reservation
+with the real usage in the same transaction, a failed call drops it, and a request that does
+not fit in what is left is refused (429).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import F, Sum
 from django.utils import timezone
 
+from ide_bridge.ai import budget
+from ide_bridge.ai.chat import chat_conversation
 from ide_bridge.ai.feedback import feedback_prompt, unified_diff
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
@@ -57,10 +61,6 @@ TIMEOUT_S: dict[str, float] = {Kind.CHAT: 60.0, Kind.COMPLETE: 10.0, Kind.FEEDBA
 # Inline completion context (RealHumanEval): 6,000 characters, 2/3 before the cursor.
 CONTEXT_CHARS = 6000
 
-CHAT_SYSTEM = (
-    "You are a coding assistant helping a participant in a timed programming study. Answer "
-    "concisely. Show code in fenced Python code blocks."
-)
 COMPLETE_SYSTEM = (
     f"You are a Python code completion engine. The user message is a file with the cursor "
     f"marked {CURSOR}. Reply with only the text to insert at the cursor: no explanation, no "
@@ -148,16 +148,24 @@ class _Request:
     stage: str
     conversation: list[Message]
     settings: AISettings = field(init=False)
-    used: int = 0  # tokens of the trial's earlier OK requests
+    reservation: budget.Reservation | None = None  # while the provider call is pending
+
+    @property
+    def used(self) -> int:  # tokens of the trial's earlier answered requests
+        return self.reservation.used if self.reservation else 0
 
 
 # --- Services ---------------------------------------------------------------------------------
-async def chat(trial: Trial, messages: list[Message], stage: str | None = None) -> AIResult:
-    system: Message = {"role": "system", "content": CHAT_SYSTEM}
-    request = _Request(trial, Kind.CHAT, stage or "", [system, *messages])
+async def chat(trial: Trial, message: str, stage: str | None = None) -> AIResult:
+    """The participant's new message, answered in the conversation the server kept (the
+    trial's answered chat requests): the browser never supplies earlier turns, so nothing the
+    model did not say reaches it, or the record, as the model's."""
+    request = _Request(trial, Kind.CHAT, stage or "", [{"role": "user", "content": message}])
     await _authorise(request)
-    reply, ms = await _call(request)
-    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+    request.conversation = await sync_to_async(chat_conversation)(trial, message)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
 
 
 async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
@@ -170,9 +178,10 @@ async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
     ]
     request = _Request(trial, Kind.COMPLETE, "", conversation)
     await _authorise(request)
-    reply, ms = await _call(request)
-    reply = replace(reply, text=strip_fences(reply.text))
-    return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        reply = replace(reply, text=strip_fences(reply.text))
+        return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
 
 
 async def feedback(
@@ -186,9 +195,12 @@ async def feedback(
     )
     await _authorise(request)
     base = await sync_to_async(_feedback_conversation)(request, feedback_text)
-    reply, ms = await _call(request)
-    revised = extract_code(reply.text)
-    request_id, applied, notice = await sync_to_async(_record_revision)(request, reply, ms, revised)
+    async with _reserved(request):
+        reply, ms = await _call(request)
+        revised = extract_code(reply.text)
+        request_id, applied, notice = await sync_to_async(_record_revision)(
+            request, reply, ms, revised
+        )
     code = revised if applied and revised is not None else base
     return _result(
         request,
@@ -225,18 +237,10 @@ def record_outcome(trial: Trial, suggestion_id: str, outcome: str) -> str:
     return stored
 
 
-def tokens_used(trial: Trial) -> int:
-    """Prompt + completion tokens of the trial's successful requests (what the cap counts)."""
-    total = AIRequest.objects.filter(trial=trial, status=Status.OK).aggregate(
-        total=Sum(F("prompt_tokens") + F("completion_tokens"))
-    )["total"]
-    return int(total or 0)
-
-
 # --- Steps ------------------------------------------------------------------------------------
 @sync_to_async
 def _authorise(request: _Request) -> None:
-    """Arm mode, then trial state, then the token cap; each refusal is recorded."""
+    """Arm mode, then trial state; each refusal is recorded (the token cap is ``_reserve``'s)."""
     trial = request.trial
     request.settings = settings = AISettings.for_trial(trial)
     if settings.ai_mode not in ALLOWED_MODES[request.kind]:
@@ -255,13 +259,26 @@ def _authorise(request: _Request) -> None:
             if trial.status == Trial.Status.PENDING
             else "This task is closed; the AI assistant is no longer available."
         )
-    request.used = tokens_used(trial)
-    if request.used >= settings.token_cap:
-        _refuse(request, f"token cap {settings.token_cap} reached")
-        raise TokenCapReached(
-            f"You have used the {settings.token_cap:,} tokens this task allows for the AI "
-            "assistant."
+
+
+@asynccontextmanager
+async def _reserved(request: _Request) -> AsyncIterator[None]:
+    """Hold the request's largest cost for the duration of the block; refuse (429, recorded)
+    when the cap leaves too little."""
+    try:
+        request.reservation = await sync_to_async(budget.reserve)(
+            request.trial,
+            request.settings.token_cap,
+            request.conversation,
+            MAX_TOKENS[request.kind],
         )
+    except budget.NoRoom as exc:
+        await sync_to_async(_refuse)(request, str(exc))
+        raise TokenCapReached(exc.for_participant()) from None
+    try:
+        yield
+    finally:  # recording the reply already dropped it; this covers every other way out
+        await sync_to_async(budget.drop)(request.reservation)
 
 
 @transaction.atomic
@@ -293,7 +310,7 @@ async def _call(request: _Request) -> tuple[ProviderReply, int]:
         reply = await provider.complete_chat(
             request.conversation,
             model=settings.model,
-            max_tokens=max(1, min(MAX_TOKENS[request.kind], settings.token_cap - request.used)),
+            max_tokens=request.reservation.max_tokens if request.reservation else 1,
             timeout=TIMEOUT_S[request.kind],
             purpose=PURPOSES[request.kind],
         )
@@ -324,10 +341,13 @@ def _create(request: _Request, status: str, **fields: Any) -> AIRequest:
 @transaction.atomic
 def _record_error(request: _Request, error: str, latency_ms: int) -> None:
     _create(request, Status.ERROR, latency_ms=latency_ms, error=error)
+    budget.drop(request.reservation)
 
 
 @transaction.atomic
 def _record(request: _Request, reply: ProviderReply, latency_ms: int, error: str = "") -> str:
+    """Store the reply with its real usage, which replaces the reservation (one transaction)."""
+    budget.drop(request.reservation)
     row = _create(
         request,
         Status.OK,

@@ -20,13 +20,10 @@ from django.views.decorators.http import require_POST
 
 from ide_bridge.ai import gateway
 from ide_bridge.ai.gateway import AIResult, GatewayError, InvalidRequest
-from ide_bridge.ai.providers import Message
 from ide_bridge.http import RequestError, async_participant_endpoint, json_error, read_json_object
 from ide_bridge.models import AIRequest
 from study.models import Trial
 
-MAX_MESSAGES = 40  # older chat turns are dropped first
-MAX_CHAT_CHARS = 48_000  # ~12k tokens of history
 MAX_MESSAGE_CHARS = 16_000
 MAX_FEEDBACK_CHARS = 8_000
 MAX_CODE_CHARS = 300_000
@@ -82,35 +79,15 @@ def _stage(data: Body) -> str | None:
     return stage
 
 
-def _chat_messages(data: Body) -> list[Message]:
-    """``{"messages": [{"role", "content"}, ...]}`` or ``{"message": "..."}``. Only user and
-    assistant turns (the system prompt is the server's); the last turn is the user's."""
-    if "messages" not in data:
-        return [{"role": "user", "content": _text(data, "message", MAX_MESSAGE_CHARS)}]
-    raw = data["messages"]
-    if not isinstance(raw, list) or not raw:
-        raise InvalidRequest('"messages" must be a non-empty list.')
-    messages: list[Message] = []
-    for item in raw:
-        if (
-            not isinstance(item, dict)
-            or item.get("role") not in ("user", "assistant")
-            or not isinstance(item.get("content"), str)
-        ):
-            raise InvalidRequest('Each message needs a "role" (user or assistant) and "content".')
-        messages.append({"role": item["role"], "content": item["content"]})
-    if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():
-        raise InvalidRequest("The last message must be the participant's, and not empty.")
-    if len(messages[-1]["content"]) > MAX_MESSAGE_CHARS:
+def _chat_message(data: Body) -> str:
+    """``{"message": "..."}``: only the new turn. The server keeps the conversation, so a body
+    with earlier turns (``messages``, which could put words in the model's mouth) is a 400."""
+    if "messages" in data:
         raise InvalidRequest(
-            f"Your message is too long (at most {MAX_MESSAGE_CHARS:,} characters)."
+            'Send only your new message as "message": the server keeps the conversation, '
+            "so earlier turns are not accepted."
         )
-    kept = messages[-MAX_MESSAGES:]
-    while len(kept) > 1 and sum(len(m["content"]) for m in kept) > MAX_CHAT_CHARS:
-        kept = kept[1:]
-    if kept[0]["role"] == "assistant" and len(kept) > 1:
-        kept = kept[1:]
-    return kept
+    return _text(data, "message", MAX_MESSAGE_CHARS)
 
 
 def _usage(result: AIResult) -> Body:
@@ -131,7 +108,7 @@ def _usage(result: AIResult) -> Body:
 
 @ai_endpoint
 async def chat(trial: Trial, data: Body) -> Body:
-    result = await gateway.chat(trial, _chat_messages(data), _stage(data))
+    result = await gateway.chat(trial, _chat_message(data), _stage(data))
     return {"reply": result.reply.text, **_usage(result)}
 
 

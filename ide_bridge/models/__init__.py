@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from ide_bridge.models.access import TrialAccess
-from ide_bridge.models.ai import AIRequest
+from ide_bridge.models.ai import AIRequest, AITokenReservation
 from ide_bridge.models.telemetry import IntegrityFlag, TrialEvent
 from ide_bridge.models.uploads import WorkspaceUpload
 
-__all__ = ["AIRequest", "IntegrityFlag", "TrialAccess", "TrialEvent", "WorkspaceUpload"]
+__all__ = [
+    "AIRequest",
+    "AITokenReservation",
+    "IntegrityFlag",
+    "TrialAccess",
+    "TrialEvent",
+    "WorkspaceUpload",
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 
 class AIRequest(models.Model):
@@ -67,3 +68,22 @@ class AIRequest(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class AITokenReservation(models.Model):
+    """Tokens held by a request that is waiting for its provider (the cap's side of the
+    request: taken under the trial's row lock before the call, replaced by the request's real
+    usage when it is recorded, dropped when the call fails). A row older than
+    ``gateway.RESERVATION_TTL`` (the process died mid-call) no longer counts."""
+
+    trial = models.ForeignKey(
+        "study.Trial", on_delete=models.CASCADE, related_name="ai_token_reservations"
+    )
+    tokens = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["trial", "created_at"], name="aireserve_trial_created")]
+
+    def __str__(self) -> str:
+        return f"{self.tokens} tokens held (trial {self.trial_id})"

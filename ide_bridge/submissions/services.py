@@ -20,8 +20,14 @@ from ide_bridge.submissions.archives import (
     read_workspace_archive,
     size_label,
 )
-from study.models import Trial
-from study.trials.services import MAX_DRAFT_BYTES, TrialClosed, close_overdue_trial, submit_trial
+from study.models import Arm, Trial
+from study.trials.services import (
+    MAX_DRAFT_BYTES,
+    TrialClosed,
+    check_channel,
+    close_overdue_trial,
+    submit_trial,
+)
 
 SUBMISSION_LABEL = "participant:archive"
 # The browser upload and autosave allow the same size for solution.py.
@@ -33,9 +39,11 @@ def submit_archive(
 ) -> tuple[WorkspaceUpload, bool]:
     """Store the archive and submit its ``solution.py``; ``(upload, False)`` for a retry.
 
-    Raises ``ArchiveRejected`` for an unacceptable archive and ``TrialClosed``
-    when the trial no longer takes a submission (nothing is stored then).
+    Raises ``ChannelNotAllowed`` when the trial's arm takes no archives (before the archive
+    is opened), ``ArchiveRejected`` for an unacceptable archive and ``TrialClosed`` when the
+    trial no longer takes a submission (nothing is stored then).
     """
+    check_channel(trial, Arm.Channel.SCRIPT)
     try:
         return _submit_archive(trial, data, filename, now)
     except TrialClosed:
@@ -70,7 +78,7 @@ def _submit_archive(
         size=len(data),
         files=workspace.manifest(),
     )
-    submit_trial(trial, solution, now, label=SUBMISSION_LABEL)
+    submit_trial(trial, solution, now, channel=Arm.Channel.SCRIPT, label=SUBMISSION_LABEL)
     return upload, True
 
 

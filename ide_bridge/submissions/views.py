@@ -8,9 +8,10 @@ its bytes) or a multipart form with the archive in the field ``archive``.
 
 Answers are JSON: 201 ``{"status": "submitted", "sha256": ...}`` for a new submission, 200 with
 the same body when the same archive is sent again, and ``{"error": "<sentence>"}`` with 400 (the
-archive was refused), 401 (no token), 404 (a token that does not open this trial, or no such
-trial: the same answer), 405, 409 (the trial is closed or was submitted with another archive)
-or 413 (too large).
+archive was refused), 401 (no token), 403 (the trial's arm takes no archives: the feedback-only
+arm, or one whose submission channels leave out the submit script), 404 (a token that does not
+open this trial, or no such trial: the same answer), 405, 409 (the trial is closed or was
+submitted with another archive) or 413 (too large).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ide_bridge.submissions.archives import (
 from ide_bridge.submissions.services import submit_archive
 from ide_bridge.telemetry.services import token_opens
 from study.access import get_trial_for_bearer
-from study.trials.services import TrialClosed
+from study.trials.services import ChannelNotAllowed, TrialClosed
 
 ARCHIVE_FIELD = "archive"
 MULTIPART_SLACK_BYTES = 64 * 1024  # boundaries and part headers around the archive
@@ -74,6 +75,8 @@ def submission(request: HttpRequest, trial_id: int) -> JsonResponse:
         return _error(str(exc), exc.status)
     except ArchiveRejected as exc:
         return _error(str(exc), 400)
+    except ChannelNotAllowed as exc:
+        return _error(str(exc), 403)
     except TrialClosed as exc:
         return _error(str(exc), 409)
     return JsonResponse(receipt(upload), status=201 if created else 200)

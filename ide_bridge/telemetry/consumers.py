@@ -15,8 +15,9 @@ from django.db import connection
 from django.http import Http404
 from django.utils import timezone
 
+from ide_bridge.http import loads
 from ide_bridge.telemetry import services as telemetry
-from ide_bridge.telemetry.protocol import MAX_BATCH_BYTES, BatchError, loads
+from ide_bridge.telemetry.protocol import MAX_BATCH_BYTES, BatchError
 from study.access import get_own_trial
 from study.models import Trial, User
 
@@ -24,6 +25,10 @@ from study.models import Trial, User
 CLOSE_UNAUTHENTICATED = 4401  # not logged in
 CLOSE_NOT_FOUND = 4404  # no such trial, or not this participant's ("missing" == "not yours")
 CLOSE_NOT_ACCEPTING = 4409  # trial not started or closed beyond the grace; participation ended
+# RFC 6455 "message too big", after an error message saying so; the client reconnects and sends
+# smaller batches.
+CLOSE_TOO_LARGE = 1009
+TOO_LARGE = f"a message holds at most {MAX_BATCH_BYTES} bytes of UTF-8; send smaller batches"
 # How often a long-lived connection re-reads whether its trial still accepts events.
 RECHECK_SECONDS = 30.0
 # A hello this soon after connecting is answered with the ack read while connecting (a
@@ -206,10 +211,14 @@ class TelemetryConsumer(AsyncJsonWebsocketConsumer):
             return
         if text_data is None:
             await self._error("bad_message", "messages are JSON text")
-        elif len(text_data) > MAX_BATCH_BYTES:
-            await self._error("too_large", f"a message holds at most {MAX_BATCH_BYTES} characters")
+        elif len(text_data) > MAX_BATCH_BYTES or len(text_data.encode()) > MAX_BATCH_BYTES:
+            # Say why, then close with 1009 (message too big): the client sends smaller batches
+            # after reconnecting instead of re-sending this one.
+            await self._error("too_large", TOO_LARGE)
+            self.trial = None  # nothing more on this connection
+            await self.close(code=CLOSE_TOO_LARGE, reason=TOO_LARGE)
         else:
-            try:
+            try:  # the shared parser: no NaN or Infinity, and a nesting limit
                 content = loads(text_data)
             except ValueError:
                 await self._error("bad_json", "the message is not valid JSON")

@@ -8,14 +8,19 @@ booleans and short lowercase tokens, plus sizes derived from text that never lea
 (code, run output, clipboard). Request ids, hashes, provider/model strings and extension ids are
 internal only. Times are ``t_ms`` since the trial started: client timestamps moved onto the
 server clock by the per-trial offset the researcher replay uses (the smallest observed server
-receipt minus client time). On PostgreSQL the public events table is written by COPY with the
-same rules compiled to SQL (1M events in seconds; see bench/export_bench.py).
+receipt minus client time); an event whose client time falls outside the trial's span (e.g. a
+rejected event with client time 0) gets its server receipt time instead, clamped to the span
+(``TrialRef.span_ms``), so no ``t_ms`` reveals when a trial took place. On PostgreSQL the
+public events table is written by COPY with the same rules compiled to SQL (1M events in
+seconds; see bench/export_bench.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -72,7 +77,7 @@ EVENT_COLUMNS = (
     Column("session_index", "integer", "Session of the trial.", source="Trial.session_index"),
     Column("period", "integer", "Period of the trial (joins taskattempts).", source="Trial.period"),
     Column("seq", "integer", "Event number within the trial (1-based, no gaps).", source="TrialEvent.seq"),  # noqa: E501
-    Column("t_ms", "integer", "Milliseconds since the trial started (server clock; may be slightly negative for events sent while the page opened).", units="ms", deid_rule="relative_time", missing="empty: the trial never started", source="TrialEvent.client_ts + clock offset - Trial.started_at"),  # noqa: E501
+    Column("t_ms", "integer", "Milliseconds since the trial started (server clock; may be slightly negative for events sent while the page opened). Always within the trial's span widened by 10 minutes: an event whose client time lies outside it gets its server receipt time, clamped to that span.", units="ms", deid_rule="relative_time", missing="empty: the trial never started", source="TrialEvent.client_ts + clock offset - Trial.started_at (else TrialEvent.server_ts - Trial.started_at)"),  # noqa: E501
     Column("kind", "string", "Event type (the telemetry vocabulary of ide_bridge.protocol; 'rejected' = a malformed event the server tombstoned; 'invalid' = a kind outside the vocabulary).", source="TrialEvent.kind"),  # noqa: E501
     Column("category", "string", "Event group.", allowed=" | ".join(sorted({*CATEGORY.values(), "other"})), deid_rule="derived"),  # noqa: E501
     Column("payload", "object", "Whitelisted payload keys as JSON: numbers, booleans and short lowercase tokens, plus derived sizes (n_changes, chars_inserted, chars_deleted, code_length, output_length, n_extensions). Never code, output or clipboard text.", missing="empty: nothing releasable", deid_rule="whitelist", source="TrialEvent.payload"),  # noqa: E501
@@ -81,39 +86,75 @@ EVENT_COLUMNS = (
 )  # fmt: skip
 
 
-def _shifts(ctx: ExportContext) -> dict[int, int | None]:
-    """Per trial, what to add to a client timestamp to get ms since the trial started."""
+@dataclass(frozen=True, slots=True)
+class _Clock:
+    """How one trial's events get ``t_ms``: the client time moved onto the server clock
+    (``client_ts + shift``) while it lies within the trial's span; otherwise (a client clock
+    at 0, or wildly off) the server's receipt time, clamped to the span. So no ``t_ms`` is
+    further from the trial than ``SPAN_SLACK``, and none reveals when the trial took place."""
+
+    shift: int
+    origin: int
+    low: int
+    high: int
+
+    def t_ms(self, client_ts: int, server_ts: datetime) -> int:
+        t = client_ts + self.shift
+        if self.low <= t <= self.high:
+            return t
+        return min(max(int(server_ts.timestamp() * 1000) - self.origin, self.low), self.high)
+
+    def params(self) -> list[int]:
+        """The values of ``SQL_T_MS``'s placeholders."""
+        return [self.shift, self.low, self.high, self.shift, self.origin, self.low, self.high]
+
+
+# ``_Clock.t_ms`` in SQL (NULL for a trial that never started: every parameter is NULL).
+SQL_T_MS = (
+    "CASE WHEN client_ts + %s BETWEEN %s AND %s THEN client_ts + %s ELSE LEAST(GREATEST("
+    "FLOOR(EXTRACT(EPOCH FROM server_ts) * 1000)::bigint - %s, %s), %s) END"
+)
+
+
+def _clocks(ctx: ExportContext) -> dict[int, _Clock | None]:
+    """Per trial, its ``_Clock`` (None if it never started)."""
     offsets = clock_offsets(list(ctx.trials))
-    return {
-        trial_id: (offsets.get(trial_id, 0) - ref.origin_ms if ref.origin_ms is not None else None)
-        for trial_id, ref in ctx.trials.items()
-    }
+    clocks: dict[int, _Clock | None] = {}
+    for trial_id, ref in ctx.trials.items():
+        origin, span = ref.origin_ms, ref.span_ms
+        clocks[trial_id] = (
+            _Clock(offsets.get(trial_id, 0) - origin, origin, *span)
+            if origin is not None and span is not None
+            else None
+        )
+    return clocks
 
 
-def _stored_events(trial_id: int) -> Iterator[tuple[int, int, str, Any]]:
-    """(seq, client_ts, kind, payload) of a trial in seq order, streamed (server-side cursor)."""
+def _stored_events(trial_id: int) -> Iterator[tuple[int, int, datetime, str, Any]]:
+    """(seq, client_ts, server_ts, kind, payload) of a trial in seq order, streamed
+    (server-side cursor)."""
     rows = (
         TrialEvent.objects.filter(trial_id=trial_id)
         .order_by("seq")
-        .values_list("seq", "client_ts", "kind", "payload")
+        .values_list("seq", "client_ts", "server_ts", "kind", "payload")
     )
     yield from rows.iterator(chunk_size=5000)
 
 
 def event_rows(ctx: ExportContext) -> Iterator[Row]:
     rules = PUBLIC_KEYS if ctx.public else INTERNAL_ALL
-    shifts = _shifts(ctx)
+    clocks = _clocks(ctx)
     for trial_id, ref in ctx.trials.items():
-        pid, session, period, shift = (
-            ref.participant.pseudonym, ref.session_index, ref.period, shifts[trial_id],
+        pid, session, period, clock = (
+            ref.participant.pseudonym, ref.session_index, ref.period, clocks[trial_id],
         )  # fmt: skip
-        for seq, client_ts, kind, payload in _stored_events(trial_id):
+        for seq, client_ts, server_ts, kind, payload in _stored_events(trial_id):
             yield (
                 pid,
                 session,
                 period,
                 seq,
-                client_ts + shift if shift is not None else None,
+                clock.t_ms(client_ts, server_ts) if clock is not None else None,
                 *clean_kind(kind),
                 clean_payload(kind, payload, rules),
                 trial_id,
@@ -130,13 +171,23 @@ def event_copy(ctx: ExportContext) -> list[tuple[str, Sequence[Any]]] | None:
         return None
     # Assembled from constants; values travel as parameters (merged client-side by psycopg).
     statement = (
-        f"COPY (SELECT %s, %s, %s, seq, client_ts + %s, {SQL_KIND}, {SQL_CATEGORY}, {payload} "  # noqa: S608
+        f"COPY (SELECT %s, %s, %s, seq, {SQL_T_MS}, {SQL_KIND}, {SQL_CATEGORY}, {payload} "  # noqa: S608
         f"FROM {sql_from()} {sql_kinds_join()} WHERE trial_id = %s ORDER BY seq) "
         "TO STDOUT WITH (FORMAT csv)"
     )
-    shifts = _shifts(ctx)
+    clocks = _clocks(ctx)
+    no_clock: list[int | None] = [None] * 7
     return [
-        (statement, [r.participant.pseudonym, r.session_index, r.period, shifts[t], t])
+        (
+            statement,
+            [
+                r.participant.pseudonym,
+                r.session_index,
+                r.period,
+                *(clock.params() if (clock := clocks[t]) is not None else no_clock),
+                t,
+            ],
+        )
         for t, r in ctx.trials.items()
     ]
 

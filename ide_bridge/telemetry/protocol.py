@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 MAX_BATCH_EVENTS = 500
-# Characters of one WebSocket message or bytes of one HTTP body (under Django's 2.5 MB default).
+# Bytes (UTF-8) of one WebSocket message or of one HTTP body (under Django's 2.5 MB default); a
+# larger WebSocket message gets an error and close code 1009.
 MAX_BATCH_BYTES = 2 * 1024 * 1024
 # Payload caps, per value of ``data``: so no event is larger than its code plus a few kB.
 MAX_STRING_CHARS = 2_000  # any string value ...
@@ -164,15 +165,6 @@ class Batch:
 
 class _Invalid(Exception):
     pass
-
-
-def loads(text: str | bytes) -> Any:
-    """``json.loads`` without NaN/Infinity, which JSON does not have and PostgreSQL refuses."""
-    return json.loads(text, parse_constant=_no_constant)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _is_int(value: object, low: int = 0) -> TypeGuard[int]:

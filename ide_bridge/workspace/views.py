@@ -4,8 +4,9 @@ Views parse, authorise through ``study.access`` (someone else's trial is a 404, 
 missing one), call a service and render; GET only reads. A pending trial's page offers "Start
 task", whose POST (``start``) starts the clock. The JSON endpoints answer errors as
 ``{"error": "..."}`` (``ide_bridge.http``): 400 bad JSON, 401 signed out, 403 the arm does not
-allow editing, 404 not yours, 409 trial closed, 413 code too large, 429 a test run already
-going. All POSTs need the CSRF token in ``X-CSRFToken``.
+allow editing (feedback-only) or takes no code from the editor (its submission channels), 404
+not yours, 409 trial closed, 413 code too large, 429 a test run already going. All POSTs need
+the CSRF token in ``X-CSRFToken``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ide_bridge.workspace.environments import EnvironmentUnavailable, get_enviro
 from study.access import get_own_trial
 from study.journey.routing import current_step, is_current_trial
 from study.journey.services import SessionNotOpen
-from study.models import Trial
+from study.models import Arm, Trial
 from study.trials import services as trials
 
 OPEN = (Trial.Status.PENDING, Trial.Status.ACTIVE)
@@ -59,7 +60,13 @@ def _code(request: HttpRequest) -> str:
 
 
 def _check_editable(trial: Trial, code: str) -> None:
-    """The feedback-only arm's read-only editor, enforced on the server as well."""
+    """The editor is one of the arm's submission channels (autosaved code is submitted at the
+    deadline, so autosave and test runs count too), and the feedback-only arm's editor is
+    read-only: both enforced on the server."""
+    try:
+        trials.check_channel(trial, Arm.Channel.EDITOR)
+    except trials.ChannelNotAllowed as exc:
+        raise RequestError(str(exc), 403) from None
     if trials.arm_config(trial).get("ai_mode") == "feedback" and (
         code != workspace.solution_text(trial)
     ):
@@ -198,7 +205,7 @@ def submit(request: HttpRequest, trial: Trial) -> JsonResponse:
         if trial.status == Trial.Status.ACTIVE:
             trial = trials.save_draft(trial, code, now)
         source = environment.collect(trial)[workspace.SOLUTION]
-        trial = trials.submit_trial(trial, source, now)
+        trial = trials.submit_trial(trial, source, now, channel=Arm.Channel.EDITOR)
     except trials.TrialClosed as exc:
         return _closed(trial, exc)
     except ValueError as exc:

@@ -115,9 +115,9 @@
       telemetry("chat_user_message", { length: text.length });
       const pending = bubble("assistant", el("div", { class: "text-body-secondary small", text: "Thinking…" }));
       const started = performance.now();
-      const messages = [...history.map(({ role, content }) => ({ role, content })), { role: "user", content: text }];
       try {
-        const data = await call("chat", { messages });
+        // Only the new turn: the server keeps the conversation (the stored history is for display).
+        const data = await call("chat", { message: text });
         pending.remove();
         input.value = "";
         history.push({ role: "user", content: text }, { role: "assistant", content: data.reply, id: data.id });

@@ -28,7 +28,11 @@
 (function () {
   "use strict";
   const COMMIT_MS = 250; // pending events -> numbered buffer in localStorage
-  const FLUSH_MS = 1000, FLUSH_EVENTS = 50, MAX_BATCH = 500, MAX_BATCH_CHARS = 1000000;
+  // A batch's UTF-8 size stays under the server's limit (2 MiB) and daphne's default message
+  // limit (1 MiB); after a close with 1009 (message too big) it is halved for this page.
+  const FLUSH_MS = 1000, FLUSH_EVENTS = 50, MAX_BATCH = 500, MAX_BATCH_BYTES = 1000000;
+  const TOO_BIG = 1009, utf8 = new TextEncoder();
+  let batchBytes = MAX_BATCH_BYTES;
   const CHECKPOINT_EVENTS = 50, CHECKPOINT_MS = 30000, SELECTION_MS = 1000, IDLE_MS = 60000;
   const BEACON_CHARS = 60000; // browsers allow ~64 KiB of beacons in flight
   const ACK_TIMEOUT_MS = 15000, BACKOFF_MIN_MS = 1000, BACKOFF_MAX_MS = 30000;
@@ -213,16 +217,17 @@
 
     function batches(events) {
       const out = [];
-      let parts = [], chars = 0;
+      let parts = [], bytes = 0;
       for (const e of events) {
         const text = JSON.stringify(e);
-        if (parts.length && (parts.length >= MAX_BATCH || chars + text.length > MAX_BATCH_CHARS)) {
+        const size = text.length > batchBytes / 3 ? utf8.encode(text).length : text.length * 3;
+        if (parts.length && (parts.length >= MAX_BATCH || bytes + size > batchBytes)) {
           out.push(parts);
           parts = [];
-          chars = 0;
+          bytes = 0;
         }
         parts.push(text);
-        chars += text.length + 1;
+        bytes += size + 1;
       }
       if (parts.length) out.push(parts);
       return out.map((p) => `{"type":"batch","events":[${p.join(",")}]}`);
@@ -290,6 +295,7 @@
       socket.onclose = (e) => {
         if (ws === socket) { ws = null; ready = false; waitingSince = null; }
         if (FINAL_CLOSE_CODES.has(e.code)) { stopped = true; return; }
+        if (e.code === TOO_BIG) batchBytes = Math.max(1, Math.floor(batchBytes / 2)); // one event at least
         window.setTimeout(connect, backoff * (0.5 + Math.random()));
         backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
       };

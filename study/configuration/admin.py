@@ -26,6 +26,7 @@ from study.audit import retention
 from study.configuration import services
 from study.enrolment.admin import create_participants_view
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
+from study.models.config import all_submission_channels
 from study.readonly import ReadOnlyAdmin
 
 
@@ -34,10 +35,38 @@ class TrackInline(ScopedChoicesMixin, admin.TabularInline):
     extra = 0
 
 
+class ArmForm(forms.ModelForm):
+    submission_channels = forms.MultipleChoiceField(
+        choices=Arm.Channel.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=all_submission_channels,
+        help_text=Arm._meta.get_field("submission_channels").help_text,
+    )
+
+    class Meta:
+        model = Arm
+        fields = (
+            "condition",
+            "name",
+            "ai_mode",
+            "ide",
+            "time_limit_min",
+            "model",
+            "token_cap",
+            "submission_channels",
+        )
+
+
 class ArmInline(ScopedChoicesMixin, admin.StackedInline):
     model = Arm
+    form = ArmForm
     extra = 0
-    fields = (("condition", "name"), ("ai_mode", "ide"), ("time_limit_min", "model", "token_cap"))
+    fields = (
+        ("condition", "name"),
+        ("ai_mode", "ide"),
+        ("time_limit_min", "model", "token_cap"),
+        "submission_channels",
+    )
 
 
 def bank_choices() -> list[tuple[str, str]]:

@@ -15,7 +15,15 @@ from django.db import transaction
 
 from study.models import Arm, ConfigSnapshot, Study
 
-ARM_FIELDS = ("name", "ai_mode", "ide", "time_limit_min", "model", "token_cap")
+ARM_FIELDS = (
+    "name",
+    "ai_mode",
+    "ide",
+    "time_limit_min",
+    "model",
+    "token_cap",
+    "submission_channels",
+)
 
 
 def study_config(study: Study) -> dict[str, Any]:

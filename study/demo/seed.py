@@ -164,7 +164,7 @@ def do_trial(
     """Start, submit and answer the post-trial questionnaire; returns when it ended."""
     trial = start_trial(trial, start)
     end = start + timedelta(minutes=rng.randint(18, 55))
-    submit_trial(trial, solution_for(trial, kind), end)
+    submit_trial(trial, solution_for(trial, kind), end, channel=Arm.Channel.EDITOR)
     post_trial = participant.study.post_trial
     assert post_trial is not None
     submit_post_trial(participant, trial, answers_for(post_trial, rng))

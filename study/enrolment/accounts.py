@@ -20,6 +20,7 @@ import io
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -37,6 +38,9 @@ MAX_BATCH = 500
 DEFAULT_TTL_DAYS = 30
 MAX_EXTERNAL_ID_LENGTH = 100
 _EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._@:-]+$")
+TOO_MANY_JOINS = (
+    "This study link has taken many new participants in the last hour. Please try again later."
+)
 
 _ADJECTIVES_TEXT = """
 amber azure brave bright calm clever coral crisp eager fair gentle golden green happy honest
@@ -285,11 +289,18 @@ def _returning(study: Study, external_id: str, ttl_days: int) -> NewAccount | No
 
 
 def join_via_recruitment(
-    study: Study, token: str, external_id: str | None, *, ttl_days: int = DEFAULT_TTL_DAYS
+    study: Study,
+    token: str,
+    external_id: str | None,
+    *,
+    ttl_days: int = DEFAULT_TTL_DAYS,
+    admit: Callable[[], bool] | None = None,
 ) -> NewAccount:
     """Create a participant from the public recruitment link, or re-link a returning one.
 
     The external id goes only to the vault; a keyed digest of it finds a returning participant.
+    ``admit`` is asked only before a new account is made (the view's per-study rate limit);
+    when it says no, the join is refused with 429 and returning participants still get in.
     """
     check_recruiting(study, token)
     external_id = clean_external_id(external_id)
@@ -297,6 +308,8 @@ def join_via_recruitment(
         returning = _returning(study, external_id, ttl_days)
         if returning is not None:
             return returning
+    if admit is not None and not admit():
+        raise JoinRefused(TOO_MANY_JOINS, 429)
     try:
         with transaction.atomic():
             account = _create_accounts(study, 1, ttl_days)[0]

@@ -3,9 +3,12 @@
 The link pages show a confirmation on GET and act only on POST, so e-mail link scanners and
 previewers (which fetch with GET) cannot use a one-time link up. Their POSTs are rate-limited
 per client address by allauth's rate limiter (action ``study_link`` in ``ACCOUNT_RATE_LIMITS``,
-``STUDY_LINK_POSTS_PER_MINUTE`` per minute; the address is ``REMOTE_ADDR``, which daphne's
-``--proxy-headers`` sets from the reverse proxy, or the ``ALLAUTH_TRUSTED_PROXY_COUNT``-th
-``X-Forwarded-For`` hop from the right).
+``STUDY_LINK_POSTS_PER_MINUTE`` per minute). The address is the
+``ALLAUTH_TRUSTED_PROXY_COUNT``-th ``X-Forwarded-For`` hop from the right, or ``REMOTE_ADDR``
+with the default count 0, so a client cannot pick its own address by sending the header. The
+accounts a recruitment link creates are limited per study as well (action ``study_join``,
+``STUDY_JOINS_PER_HOUR``), whatever addresses they come from; returning participants are not
+counted.
 """
 
 from __future__ import annotations
@@ -137,9 +140,18 @@ def join(request: HttpRequest, recruitment_token: str) -> HttpResponse:
     ):
         return redirect("study:next")
     try:
-        account = join_via_recruitment(study, recruitment_token, external_id)
+        account = join_via_recruitment(
+            study,
+            recruitment_token,
+            external_id,
+            admit=lambda: ratelimit.consume(request, action="study_join", key=f"study:{study.pk}"),
+        )
         participant = redeem_login_link(account.token)
     except JoinRefused as exc:
+        if exc.status == 429:
+            response = _problem(request, str(exc), 429, "Please try again later")
+            response["Retry-After"] = "3600"
+            return response
         return _problem(request, str(exc), exc.status, "This study link does not work")
     except LinkInvalid as exc:
         return _problem(request, str(exc), exc.status, _LINK_TITLES[exc.reason])

@@ -43,7 +43,7 @@ from study.exports.registry import (
     registered_tables,
     tables_for,
 )
-from study.exports.scan import PATTERNS, Scanner
+from study.exports.scan import PATTERNS, Scanner, SpanCheck
 from study.exports.selection import select
 from study.models import Study
 
@@ -66,8 +66,14 @@ class PackageResult:
 class CsvSink:
     """A CSV file written in chunks, hashed and counted on the way out."""
 
-    def __init__(self, path: Path, check: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        check: Callable[[str], None] | None = None,
+        spans: SpanCheck | None = None,
+    ) -> None:
         self.path = path
+        self._spans = spans
         self._file = path.open("wb")
         self._hash = hashlib.sha256()
         self._buffer = io.StringIO()
@@ -83,6 +89,8 @@ class CsvSink:
     def write(self, rows: Iterable[Row], on_chunk: Callable[[int], None] | None = None) -> None:
         iterator = iter(rows)
         while chunk := list(islice(iterator, CHUNK_ROWS)):
+            if self._spans:
+                self._spans.rows(chunk)
             self._writer.writerows(chunk)
             self.rows += len(chunk)
             self._flush()
@@ -98,10 +106,13 @@ class CsvSink:
         streams (one line per row: the statements guarantee no quoted newlines)."""
         tail = ""
         for data in copy_blocks(statements):
-            if self._check:
+            if self._check or self._spans:
                 text = data.decode("utf-8", errors="replace")
+            if self._check:
                 self._check(tail + text)  # a match cut by a block boundary is found too
                 tail = text[-64:]
+            if self._spans:
+                self._spans.text(text)
             self._emit(data)
             rows = data.count(b"\n")
             self.rows += rows
@@ -187,8 +198,10 @@ class Builder:
         (self.out / "data").mkdir(parents=True, exist_ok=True)
         for spec in tables:
             relative = data_path(self.study, spec.name)
-            sink = CsvSink(self.out / relative, _checker(scanner, relative, spec.bulk))
-            sink.header(c.name for c in spec.visible_columns(self.profile))
+            columns = spec.visible_columns(self.profile)
+            spans = SpanCheck.for_table(columns, ctx.trials.values(), relative) if scanner else None
+            sink = CsvSink(self.out / relative, _checker(scanner, relative, spec.bulk), spans)
+            sink.header(c.name for c in columns)
             progress(min(0.97, done / total), spec.name)
 
             def on_chunk(n: int, name: str = spec.name) -> None:
@@ -300,7 +313,8 @@ def build_package(
                 "result": "no hits",
                 "patterns": list(PATTERNS),
                 "note": "bulk tables are scanned for e-mail addresses and date-times; their "
-                "values are whitelisted (numbers, booleans, short lowercase tokens)",
+                "values are whitelisted (numbers, booleans, short lowercase tokens); relative "
+                "times of per-trial rows are checked against the trial's span",
             }
             if scanner
             else {"result": "not scanned (internal profile)"}

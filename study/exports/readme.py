@@ -194,9 +194,10 @@ def readme(
     if profile.time_mode == "relative":
         lines.append(
             "Times are **relative** only: `t_ms` is milliseconds since the trial started (on "
-            "the server clock), durations are in seconds or minutes, and `gap_from_s1_h` is the "
-            "hours from session 1 to the session, rounded. No calendar date or clock time of a "
-            "participant is in the package."
+            "the server clock; within the trial's span widened by 10 minutes, an event whose "
+            "client clock was off gets its server receipt time), durations are in seconds or "
+            "minutes, and `gap_from_s1_h` is the hours from session 1 to the session, rounded. "
+            "No calendar date or clock time of a participant is in the package."
         )
     else:
         lines.append(

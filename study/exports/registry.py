@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -43,6 +43,9 @@ _RULE = re.compile(
     r"^(drop|hmac|generalize:[a-z0-9_]+|relative_time|redact|keep|whitelist|derived)$"
 )
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# How far a relative time may lie before a trial's start or after its end: clock offsets, and
+# events flushed after the trial closed (the IDE bridge accepts them for as long as this).
+SPAN_SLACK = timedelta(minutes=10)
 _TABLE = re.compile(r"^[a-z][a-z0-9]*$")  # Psych-DS keyword values are alphanumeric
 
 
@@ -188,6 +191,18 @@ class TrialRef:
     @property
     def origin_ms(self) -> int | None:
         return int(self.started_at.timestamp() * 1000) if self.started_at else None
+
+    @property
+    def span_ms(self) -> tuple[int, int] | None:
+        """The range a relative time (ms since the start) of this trial may take: the trial
+        from its start to its end (the deadline while it is open), widened by ``SPAN_SLACK`` on
+        both sides. A time outside it could only come from a broken clock, and could reveal
+        when the trial took place (a client time of 0 is minus the start)."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at or self.started_at + timedelta(seconds=self.time_limit_s)
+        slack = int(SPAN_SLACK.total_seconds() * 1000)
+        return -slack, int((end - self.started_at).total_seconds() * 1000) + slack
 
 
 @dataclass

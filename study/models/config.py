@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -156,8 +157,20 @@ class Track(models.Model):
         return f"{self.study.slug}/{self.code}"
 
 
+def all_submission_channels() -> list[str]:
+    """The default of ``Arm.submission_channels``: every channel (not feedback-only arms)."""
+    return [channel.value for channel in Arm.Channel]
+
+
 class Arm(models.Model):
     """A condition: a named setting of the work environment."""
+
+    class Channel(models.TextChoices):
+        """The ways code reaches a trial's submission."""
+
+        EDITOR = "editor", "In-browser editor (its autosave, test runs and submit)"
+        UPLOAD = "upload", "Upload page (the participant uploads a solution.py file)"
+        SCRIPT = "script", "Submit script (a workspace archive, e.g. from Codespaces)"
 
     class AIMode(models.TextChoices):
         NONE = "none", "No AI"
@@ -207,6 +220,13 @@ class Arm(models.Model):
     token_cap = models.PositiveIntegerField(
         default=100_000, help_text="Maximum LLM tokens per trial (prompt + completion)."
     )
+    submission_channels = models.JSONField(
+        default=all_submission_channels,
+        help_text="How code may reach a trial's submission; the others are refused with a "
+        "message. A feedback-only arm may allow only the in-browser editor, the one channel "
+        "that carries code the assistant wrote (its editor is read-only). The last saved code "
+        "is still submitted when the time runs out.",
+    )
 
     class Meta:
         constraints = [
@@ -220,6 +240,34 @@ class Arm(models.Model):
     @property
     def has_ai(self) -> bool:
         return self.ai_mode != self.AIMode.NONE
+
+    def clean(self) -> None:
+        if problems := self.channel_problems():
+            raise ValidationError({"submission_channels": problems})
+
+    def channel_problems(self) -> list[str]:
+        """What is wrong with ``submission_channels``, in words a researcher can act on."""
+        channels = self.submission_channels
+        if not isinstance(channels, list) or not channels:
+            return ["Allow at least one submission channel."]
+        unknown = sorted({str(c) for c in channels} - set(self.Channel.values))
+        if unknown:
+            return [
+                f"Unknown submission channel(s): {', '.join(unknown)} (choose from "
+                f"{', '.join(self.Channel.values)})."
+            ]
+        if self.ai_mode == self.AIMode.FEEDBACK and set(channels) - MODEL_WRITTEN_CHANNELS:
+            return [
+                "A feedback-only arm may allow only the in-browser editor: on the upload page "
+                "and with the submit script participants would hand in code the assistant did "
+                "not write."
+            ]
+        return []
+
+
+# The channels that carry only code the assistant wrote in a feedback-only arm: its in-browser
+# editor is read-only and every change is a revision applied on the server.
+MODEL_WRITTEN_CHANNELS = frozenset({Arm.Channel.EDITOR.value})
 
 
 class TaskPoolEntry(models.Model):

@@ -18,13 +18,29 @@ from evaluation.services import submit_solution
 from study.configuration.snapshots import frozen_arm
 from study.journey.flow import Stage
 from study.journey.services import advance_session, start_session, touch
-from study.models import Trial
+from study.models import Arm, Trial
+from study.models.config import MODEL_WRITTEN_CHANNELS
 
 MAX_DRAFT_BYTES = 256 * 1024
+# How a refusal names a channel, and how it points to the ones the trial takes.
+_CHANNEL_REFUSED = {
+    Arm.Channel.EDITOR: "from the in-browser editor",
+    Arm.Channel.UPLOAD: "as an uploaded file",
+    Arm.Channel.SCRIPT: "from the submit script",
+}
+_CHANNEL_USE = {
+    Arm.Channel.EDITOR: "the in-browser workspace",
+    Arm.Channel.UPLOAD: "the upload page",
+    Arm.Channel.SCRIPT: "the submit script",
+}
 
 
 class TrialClosed(Exception):
     """The trial no longer accepts submissions or drafts (message is for the participant)."""
+
+
+class ChannelNotAllowed(Exception):
+    """The trial's arm takes no code through this channel (message is for the participant)."""
 
 
 def arm_config(trial: Trial) -> dict[str, Any]:
@@ -32,6 +48,31 @@ def arm_config(trial: Trial) -> dict[str, Any]:
     not reach participants who already joined)."""
     snapshot = trial.participant.snapshot
     return frozen_arm(snapshot.content if snapshot else None, trial.arm)
+
+
+def allowed_channels(trial: Trial) -> list[str]:
+    """The submission channels of the trial's frozen arm. A feedback-only arm takes only those
+    that carry the assistant's code, whatever its setting says (validation keeps the two in
+    line; this also covers arms edited outside the admin)."""
+    config = arm_config(trial)
+    channels = config.get("submission_channels")
+    allowed = [c for c in Arm.Channel.values if not isinstance(channels, list) or c in channels]
+    if config.get("ai_mode") == Arm.AIMode.FEEDBACK:
+        allowed = [c for c in allowed if c in MODEL_WRITTEN_CHANNELS]
+    return allowed
+
+
+def check_channel(trial: Trial, channel: str) -> None:
+    """Raise ``ChannelNotAllowed`` unless the trial takes code through ``channel``."""
+    allowed = allowed_channels(trial)
+    if channel in allowed:
+        return
+    message = f"This task does not accept code {_CHANNEL_REFUSED[Arm.Channel(channel)]}."
+    if arm_config(trial).get("ai_mode") == Arm.AIMode.FEEDBACK:
+        message += " In this condition only code the assistant wrote is submitted."
+    if allowed:
+        message += " Use " + " or ".join(_CHANNEL_USE[Arm.Channel(c)] for c in allowed) + "."
+    raise ChannelNotAllowed(message)
 
 
 def trial_time_limit(trial: Trial) -> timedelta:
@@ -73,10 +114,13 @@ def _close_if_overdue(trial: Trial, now: datetime) -> None:
 
 
 def submit_trial(
-    trial: Trial, source: bytes, now: datetime, *, label: str = "participant"
+    trial: Trial, source: bytes, now: datetime, *, channel: str, label: str = "participant"
 ) -> Trial:
-    """Store the solution and queue its grading. A second submission is refused; past the
-    deadline the trial closes instead (with its last saved code, if any)."""
+    """Store the solution that came through ``channel`` (an ``Arm.Channel``) and queue its
+    grading. A channel the arm does not allow raises ``ChannelNotAllowed``; a second submission
+    is refused; past the deadline the trial closes instead (with its last saved code, if
+    any)."""
+    check_channel(trial, channel)
     _close_if_overdue(trial, now)
     return _submit_trial(trial, source, now, label)
 

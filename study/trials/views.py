@@ -1,5 +1,6 @@
 """Trial pages of the study app: the plain upload page (for arms without the in-browser
-workspace, and as a no-JavaScript fallback), the start of a trial, the participant's task
+workspace, and as a no-JavaScript fallback; only for arms whose submission channels include
+it, others get a 403 with a message), the start of a trial, the participant's task
 files and the grading status the pages poll.
 
 Opening a page never starts a trial's clock: a pending trial shows its "Start task" form, whose
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.files.uploadedfile import UploadedFile
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -21,9 +23,17 @@ from study.access import get_participant, get_trial_for_participant
 from study.journey.routing import current_step, is_current_trial, step_url
 from study.journey.services import SessionNotOpen
 from study.markdown import render_markdown
-from study.models import Trial
+from study.models import Arm, Trial
 from study.results.release import released_view
-from study.trials.services import TrialClosed, arm_config, start_trial, submit_trial
+from study.trials.services import (
+    ChannelNotAllowed,
+    TrialClosed,
+    allowed_channels,
+    arm_config,
+    check_channel,
+    start_trial,
+    submit_trial,
+)
 
 MAX_UPLOAD_BYTES = 256 * 1024
 OPEN = (Trial.Status.PENDING, Trial.Status.ACTIVE)
@@ -43,24 +53,32 @@ def trial(request: HttpRequest, trial_id: int) -> HttpResponse:
     step = current_step(trial.participant)
     if trial.status in OPEN and not is_current_trial(step, trial):
         return redirect(step_url(step))
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
-        upload = request.FILES.get("solution")
-        if upload is None:
-            error = "Choose your solution.py file before submitting."
-        elif upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
-            error = "solution.py is larger than the 256 KiB limit."
+        try:
+            check_channel(trial, Arm.Channel.UPLOAD)
+        except ChannelNotAllowed as exc:
+            error, status = str(exc), 403
         else:
-            try:
-                submit_trial(trial, upload.read(), timezone.now())
-            except TrialClosed as exc:
-                error = str(exc)
-            else:
+            error = _submit_upload(trial, request.FILES.get("solution"))
+            if not error:
                 return redirect("study:trial", trial_id=trial.pk)
+            status = 400
         trial.refresh_from_db()
-    return render(
-        request, "study/trial.html", _trial_context(trial, error), status=400 if error else 200
-    )
+    return render(request, "study/trial.html", _trial_context(trial, error), status=status)
+
+
+def _submit_upload(trial: Trial, upload: UploadedFile | None) -> str:
+    """Submit the uploaded solution.py; the error to show, or "" once it is submitted."""
+    if upload is None:
+        return "Choose your solution.py file before submitting."
+    if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
+        return "solution.py is larger than the 256 KiB limit."
+    try:
+        submit_trial(trial, upload.read(), timezone.now(), channel=Arm.Channel.UPLOAD)
+    except TrialClosed as exc:
+        return str(exc)
+    return ""
 
 
 @login_required(login_url="/")
@@ -87,6 +105,7 @@ def _trial_context(trial: Trial, error: str) -> dict[str, Any]:
         "readme_html": render_markdown(instance.participant_files["README.md"]),
         "files": files,
         "error": error,
+        "upload_allowed": Arm.Channel.UPLOAD in allowed_channels(trial),
         "deadline_iso": trial.deadline.isoformat() if trial.deadline else "",
     }
 

@@ -16,11 +16,14 @@ from typing import Literal, Protocol, TypedDict
 
 # Marks the cursor in the user message of an inline-completion request (prefix + CURSOR + suffix).
 CURSOR = "<CURSOR>"
-# In a feedback request the current solution.py sits between these two markers, followed by the
-# stage line and the participant's feedback (the gateway writes them, the demo reads them).
+# A feedback request ends with two user messages (the gateway writes them, the demo reads them):
+# the task, with the current solution.py between CODE_START and CODE_END and then the stage
+# label; and the participant's feedback, alone in the last message after FEEDBACK_HEADING. The
+# participant's text is never in the message that carries the code, so no marker it contains
+# can change what is read as code.
 CODE_START = "Current solution.py:\n```python\n"
 CODE_END = "```\nStage: "
-FEEDBACK_HEADING = "\nFeedback:\n"
+FEEDBACK_HEADING = "Feedback:\n"
 
 # Rough token estimate when a provider does not report usage: about 4 characters per token
 # for English text and code with GPT-style BPE tokenisers (OpenAI's own rule of thumb), plus a

@@ -57,20 +57,23 @@ class DemoProvider:
         timeout: float,
         purpose: Purpose = "chat",
     ) -> ProviderReply:
-        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        last_user = users[-1] if users else ""
         if purpose == "complete":
             text = demo_completion(last_user)
         elif purpose == "feedback":
-            text = demo_revision(last_user)
+            text = demo_revision(users[-2] if len(users) > 1 else "", last_user)
         else:
             text = demo_chat(last_user)
-        text = _truncate_to_tokens(text, max_tokens) if purpose != "feedback" else text
+        # Like a real model, a reply longer than its budget is cut off (a cut revision has no
+        # closing fence, so the gateway applies nothing).
+        truncated = _truncate_to_tokens(text, max_tokens)
         return ProviderReply(
-            text=text,
+            text=truncated,
             prompt_tokens=estimate_prompt_tokens(messages),
-            completion_tokens=estimate_tokens(text),
+            completion_tokens=estimate_tokens(truncated),
             usage_source="estimated",
-            finish_reason="stop",
+            finish_reason="stop" if truncated == text else "length",
             model=model or "demo",
         )
 
@@ -120,14 +123,15 @@ def demo_completion(fim: str) -> str:
     return "  # demo suggestion"
 
 
-def demo_revision(request: str) -> str:
-    """The current solution.py with one visible, harmless improvement, in a python block."""
-    start, end = request.find(CODE_START), request.rfind(CODE_END)
-    code = request[start + len(CODE_START) : end] if 0 <= start < end else ""
-    tail = request[end + len(CODE_END) :] if end >= 0 else ""
-    stage, _, feedback = tail.partition(FEEDBACK_HEADING)
-    feedback = " ".join(feedback.split())[:120]
-    stage = stage.strip() or "general"
+def demo_revision(task: str, feedback_message: str) -> str:
+    """The current solution.py with one visible, harmless improvement, in a python block.
+    The code and the stage come from the task message (after its last CODE_END only the stage
+    label follows); the participant's feedback, from its own message, is only quoted."""
+    start, end = task.find(CODE_START), task.rfind(CODE_END)
+    code = task[start + len(CODE_START) : end] if 0 <= start < end else ""
+    stage = " ".join(task[end + len(CODE_END) :].split()) if end >= 0 else ""
+    stage = stage or "general"
+    feedback = " ".join(feedback_message.removeprefix(FEEDBACK_HEADING).split())[:120]
     revised = add_note(code, f"Feedback ({stage}): {feedback or '(empty)'}")
     return (
         f"{DEMO_LABEL} It cannot really revise your solution; to show how the feedback "

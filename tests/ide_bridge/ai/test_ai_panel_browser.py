@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
+from ide_bridge.models import AIRequest
 from study.models import Arm, Trial
 from tests.ide_bridge.telemetry_helpers import journey_trial
 
@@ -67,11 +68,17 @@ def test_chat_shows_stored_code_blocks_and_answers(live_server: Any, page: Any) 
     expect(panel.locator(".badge")).to_contain_text("Demo assistant")
 
     page.locator("#ai-input").fill("What should I test first?")
-    panel.get_by_role("button", name="Send").click()
+    with page.expect_request(f"**/ide/ai/{trial.pk}/chat") as sent:
+        panel.get_by_role("button", name="Send").click()
     expect(panel.get_by_role("log")).to_contain_text("You wrote", timeout=15_000)
     expect(panel).to_contain_text("Tokens used:")
     expect(panel.get_by_role("alert")).to_have_text("")
     page.goto("about:blank")
+    # Only the new turn goes to the server: the stored conversation is shown, never sent, so
+    # what the browser keeps cannot reach the model as the model's words.
+    assert sent.value.post_data_json == {"message": "What should I test first?"}
+    row = AIRequest.objects.get(trial=trial)
+    assert [m["role"] for m in row.messages] == ["system", "user"]
 
 
 def test_feedback_revision_shows_its_diff_and_reaches_the_editor(

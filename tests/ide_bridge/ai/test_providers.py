@@ -161,6 +161,16 @@ class FakeOpenAI:
                 time.sleep(2)
                 self._stream(body, usage=True)
 
+            def scenario_whole_budget(self, body: dict[str, Any]) -> None:
+                # A model that talks until max_tokens, a moment after the request arrived.
+                time.sleep(0.3)
+                self._start(200, "application/json")
+                usage = {"prompt_tokens": 21, "completion_tokens": body["max_tokens"]}
+                message = {"role": "assistant", "content": "Well, " * body["max_tokens"]}
+                choice = {"index": 0, "message": message, "finish_reason": "length"}
+                reply = {"model": body["model"], "choices": [choice], "usage": usage}
+                self.wfile.write(json.dumps(reply).encode())
+
             def scenario_trickle(self, body: dict[str, Any]) -> None:
                 # Every chunk arrives within a read timeout, the whole reply does not.
                 self._start(200, "text/event-stream")
@@ -315,18 +325,22 @@ def test_demo_completion_continues_the_line_at_the_cursor() -> None:
 
 def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     code = "from __future__ import annotations\n\n\ndef solve(x):\n    return x\n"
-    request = f"Task...\n{CODE_START}{code}{CODE_END}Debugging{FEEDBACK_HEADING}Handle empty x"
+    request: list[Message] = [
+        {"role": "user", "content": f"Task...\n{CODE_START}{code}{CODE_END}Debugging"},
+        {"role": "user", "content": f"{FEEDBACK_HEADING}Handle empty x"},
+    ]
     demo = DemoProvider()
     reply = asyncio.run(
         demo.complete_chat(
-            [{"role": "user", "content": request}],
+            request,
             model="",
-            max_tokens=64,
+            max_tokens=4096,
             timeout=1,
             purpose="feedback",
         )
     )
     assert "not a real AI" in reply.text
+    assert reply.finish_reason == "stop"
     revised = reply.text.split("```python\n", 1)[1].rsplit("```", 1)[0]
     assert revised != code
     assert code.split("\n", 1)[1] in revised  # the rest is unchanged
@@ -338,6 +352,18 @@ def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     assert twice.endswith("noted: again\n")
     ast.parse(twice)
     assert add_note("#!/usr/bin/env python3\nx = 1\n", "n").startswith("#!/usr/bin/env python3\n")
+    # Like a real model, a revision longer than its budget is cut off: no usable code.
+    cut = asyncio.run(
+        demo.complete_chat(
+            request,
+            model="",
+            max_tokens=40,
+            timeout=1,
+            purpose="feedback",
+        )
+    )
+    assert (cut.finish_reason, cut.completion_tokens) == ("length", 40)
+    assert extract_code(cut.text) is None
 
 
 def test_replies_are_read_as_code_only_when_they_hold_code() -> None:

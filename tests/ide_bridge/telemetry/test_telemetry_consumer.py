@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from ide_bridge.telemetry.consumers import (
     CLOSE_UNAUTHENTICATED,
     GroupCommit,
 )
-from ide_bridge.telemetry.protocol import MAX_BATCH_EVENTS, REJECTED_KIND
+from ide_bridge.telemetry.protocol import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, REJECTED_KIND
 from study.models import Participant, Trial
 from tests.ide_bridge.telemetry_helpers import (
     batch,
@@ -201,6 +202,42 @@ async def test_broken_envelopes_are_refused_whole_and_the_socket_stays_open() ->
     assert (await send(communicator, {"type": "nonsense"}))["code"] == "unknown_type"
     assert await database_sync_to_async(stored)(trial) == []
     assert (await send(communicator, batch(events(1, 2))))["seq"] == 2
+    await communicator.disconnect()
+
+
+async def test_a_message_over_the_size_limit_gets_an_error_and_close_code_1009() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    # Fewer characters than the limit, more bytes: the limit counts UTF-8 bytes.
+    code = "é" * (MAX_BATCH_BYTES // 2 + 1)
+    message = json.dumps(batch([event(1, "checkpoint", code=code)]), ensure_ascii=False)
+    assert len(message) < MAX_BATCH_BYTES < len(message.encode())
+    await communicator.send_to(text_data=message)
+    error = await communicator.receive_json_from(timeout=5)
+    assert error == {
+        "type": "error",
+        "code": "too_large",
+        "error": f"a message holds at most {MAX_BATCH_BYTES} bytes of UTF-8; send smaller batches",
+        "seq": 0,
+    }
+    closed = await communicator.receive_output(timeout=5)
+    assert (closed["type"], closed["code"]) == ("websocket.close", 1009)
+    assert closed["reason"] == error["error"]
+    assert await database_sync_to_async(stored)(trial) == []
+    # A new connection takes smaller batches as usual.
+    again = await open_socket(trial.pk, client)
+    assert (await send(again, batch(events(1, 2))))["seq"] == 2
+    await again.disconnect()
+
+
+async def test_deeply_nested_json_is_refused_by_the_shared_parser() -> None:
+    client, _, trial = await database_sync_to_async(started_trial)()
+    communicator = await open_socket(trial.pk, client)
+    nested = '{"type": "batch", "events": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    await communicator.send_to(text_data=nested)
+    reply = await communicator.receive_json_from(timeout=5)
+    assert (reply["code"], reply["error"]) == ("bad_json", "the message is not valid JSON")
+    assert (await send(communicator, batch(events(1, 1))))["seq"] == 1  # the socket stays open
     await communicator.disconnect()
 
 

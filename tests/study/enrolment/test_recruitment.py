@@ -176,3 +176,26 @@ def test_a_withdrawn_participant_cannot_rejoin(study: Study) -> None:
     assert response.status_code == 410
     assert b"left the study" in response.content
     assert Participant.objects.count() == 1
+
+
+def test_new_accounts_per_study_are_limited_whatever_address_they_come_from(
+    study: Study, settings: Any
+) -> None:
+    settings.ACCOUNT_RATE_LIMITS = {"study_link": "100/m/ip", "study_join": "2/h/key"}
+    other = Study.objects.create(
+        slug="other", title="Other", status=Study.Status.RECRUITING, recruitment_token="join-xyz"
+    )
+    for n in range(2):
+        response = Client(REMOTE_ADDR=f"203.0.113.{n}").post(join_url(study, f"pid-{n}"))
+        assert response.status_code == 302
+
+    refused = Client(REMOTE_ADDR="198.51.100.7").post(join_url(study, "pid-new"))
+
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "3600"
+    assert b"taken many new participants in the last hour" in refused.content
+    assert Participant.objects.filter(study=study).count() == 2
+    # A returning participant still gets in, and other studies have their own budget.
+    assert Client(REMOTE_ADDR="198.51.100.8").post(join_url(study, "pid-1")).status_code == 302
+    assert Client().post(reverse("study:join", args=["join-xyz"])).status_code == 302
+    assert Participant.objects.filter(study=other).count() == 1

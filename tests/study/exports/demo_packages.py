@@ -65,9 +65,17 @@ def _add_telemetry(participant: Participant) -> None:
             ("chat_user_message", {"request_id": "9f0e1d2c-aaaa", "length": 31, "stage": "coding"}),
             ("ai_state", {"enabled": True, "provider": "demo", "model": "demo-model-x"}),
             ("idle", {"state": "end", "idle_ms": 4000, "note": "alice@example.org"}),
+            # A tombstone of an event without a usable ts: stored with client time 0.
+            ("rejected", {"reason": "ts must be an integer", "kind": "edit"}),
         ]  # fmt: skip
         TrialEvent.objects.bulk_create(
-            TrialEvent(trial=trial, seq=i, kind=kind, client_ts=start_ms + 1000 * i, payload=data)
+            TrialEvent(
+                trial=trial,
+                seq=i,
+                kind=kind,
+                client_ts=0 if kind == "rejected" else start_ms + 1000 * i,
+                payload=data,
+            )
             for i, (kind, data) in enumerate(payloads, start=1)
         )
         for i in range(1, len(payloads) + 1):  # received 40 ms after the client sent it

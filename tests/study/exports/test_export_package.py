@@ -9,6 +9,7 @@ import json
 import re
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,20 @@ from unittest import mock
 import pytest
 from django.db import connection
 
+from ide_bridge.telemetry.services import CLOSED_GRACE
 from study.demo.answers import FREE_TEXT
 from study.exports.package import PackageResult, build_package, make_zip
 from study.exports.pgcopy import copy_blocks
 from study.exports.pseudonyms import export_key
+from study.exports.registry import (
+    SPAN_SLACK,
+    Column,
+    ExportContext,
+    TableSpec,
+    register_table,
+    unregister_table,
+)
+from study.exports.scan import LeakDetected
 from study.models import Study
 from tests.study.exports.demo_packages import (
     CODE_MARKER,
@@ -216,10 +227,50 @@ def test_taskattempts_is_the_model_frame_with_missing_outcomes_while_grading(
     assert "not graded" in codebook[("taskattempts", "pass_all")]["missing_values"]
 
 
+def test_the_leak_scan_refuses_a_relative_time_outside_its_trials_span(
+    built: Built, tmp_path: Path
+) -> None:
+    """Whatever a table's generator does, a public package never carries a relative time
+    that gives away a trial's absolute start (here: minus its start in epoch ms)."""
+
+    def rows(ctx: ExportContext) -> Iterator[tuple[Any, ...]]:
+        for ref in ctx.trials.values():
+            if ref.origin_ms is not None:
+                yield ref.participant.pseudonym, ref.period, -ref.origin_ms
+
+    register_table(
+        TableSpec(
+            name="scratch",
+            title="t",
+            description="d",
+            columns=(
+                Column("participant_id", "string", "x", identifier_class="direct",
+                       deid_rule="hmac"),
+                Column("period", "integer", "x"),
+                Column("t_ms", "integer", "x", units="ms", deid_rule="relative_time"),
+            ),
+            rows=rows,
+        )
+    )  # fmt: skip
+    try:
+        with pytest.raises(LeakDetected, match="relative time outside its trial's span"):
+            build_package(Study.objects.get(slug="demo"), "public", tmp_path / "leak")
+    finally:
+        unregister_table("scratch")
+    deid = json.loads((built.public.out_dir / "deid_report.json").read_text())
+    assert "relative time outside its trial's span" in deid["leak_scan"]["patterns"]
+
+
 def test_events_keep_whitelisted_sizes_and_relative_times_only(built: Built) -> None:
     rows = table(built.public, "events")
     assert rows
     assert all(0 <= int(r["t_ms"]) < 3_600_000 for r in rows)
+    # A tombstone stored with client time 0 gets its server receipt time (9 s + 40 ms after
+    # the start), never minus the trial's absolute start.
+    for package in (built.public, built.internal):
+        rejected = [r for r in table(package, "events") if r["kind"] == "rejected"]
+        assert rejected
+        assert {r["t_ms"] for r in rejected} == {"9040"}
     edit = json.loads(next(r for r in rows if r["kind"] == "edit")["payload"])
     assert edit == {"chars_deleted": 2, "chars_inserted": len(CODE_MARKER), "n_changes": 1,
                     "versionId": 2}  # fmt: skip
@@ -306,3 +357,8 @@ def test_copy_fast_path_writes_the_same_events_file_as_the_python_path(
     events = "data/study-demo_description-events_data.csv"
     assert (fast.out_dir / events).read_bytes() == (slow.out_dir / events).read_bytes()
     assert fast.row_counts["events"] == slow.row_counts["events"] > 0
+
+
+def test_the_span_slack_covers_the_telemetry_grace_after_a_trial_closes() -> None:
+    """Events the IDE bridge still accepts after closing keep their own times in exports."""
+    assert CLOSED_GRACE <= SPAN_SLACK
