@@ -81,7 +81,9 @@ def build(slug: str) -> tuple[Study, User, str]:
     trial = participant.trials.order_by("period").first()
     assert trial is not None
     with grading_queued():
-        trial = submit_trial(start_trial(trial, now), f"# {slug} solution\n".encode(), now)
+        trial = submit_trial(
+            start_trial(trial, now), f"# {slug} solution\n".encode(), now, channel="editor"
+        )
     assert trial.evaluation_id is not None
     Evaluation.objects.filter(pk=trial.evaluation_id).update(report={"note": f"{slug} report"})
     TrialEvent.objects.create(trial=trial, seq=1, kind="edit", client_ts=1, payload={"s": slug})
