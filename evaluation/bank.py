@@ -42,7 +42,6 @@ BUILTIN_PLACEHOLDERS = frozenset(
         "seed",
         "track",
         "difficulty",
-        "time_limit_min",
         "constraint_id",
         "constraint_text",
         "visible_cases",
@@ -56,7 +55,6 @@ _TOP_LEVEL = {
     "version": True,
     "track": True,
     "difficulty": True,
-    "time_limit_min": True,
     "limits": True,
     "params": True,
     "constraints": True,
@@ -322,6 +320,13 @@ def parse_template(directory: Path) -> TemplateSpec:
     for key, required in _TOP_LEVEL.items():
         if required and key not in data:
             raise _fail(where, key, "is required")
+    if "time_limit_min" in data:
+        raise _fail(
+            where,
+            "time_limit_min",
+            "is no longer a template field: the study's arm sets the time limit "
+            "(Arm.time_limit_min), and completion time is capped at it",
+        )
     unknown = sorted(set(data) - set(_TOP_LEVEL))
     if unknown:
         raise _fail(where, unknown[0], "is not a known template.toml field")
@@ -343,9 +348,6 @@ def parse_template(directory: Path) -> TemplateSpec:
         raise _fail(where, "track", f"must be one of {', '.join(TRACKS)}, not {track!r}")
     if difficulty not in DIFFICULTIES:
         raise _fail(where, "difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
-    minutes = data["time_limit_min"]
-    if not _is_int(minutes) or not 5 <= minutes <= 240:
-        raise _fail(where, "time_limit_min", "must be an integer number of minutes in [5, 240]")
     cpu_s, mem_mib, processes = _check_limits(where, data["limits"])
     if not isinstance(data["params"], dict):
         raise _fail(where, "params", "must be a table of parameter tables")
@@ -363,7 +365,6 @@ def parse_template(directory: Path) -> TemplateSpec:
         version=version,
         track=track,
         difficulty=difficulty,
-        time_limit_min=minutes,
         path=directory,
         content_hash=content_hash(directory),
         cpu_s=cpu_s,

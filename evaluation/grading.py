@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from evaluation.calibration import CalibrationResult
@@ -41,11 +41,19 @@ class CanaryDrift(Exception):
 def completion_time_par(
     duration_s: float | None, passed: bool, cap_s: float = PAR_CAP_S
 ) -> float | None:
-    """Penalised average runtime (PAR-60): the duration capped at an hour; a failed or
-    timed-out trial counts as the full hour."""
+    """Penalised average runtime (PAR-N): the duration capped at the trial's time limit of N
+    minutes (``cap_s``; an hour when none is known); a failed or timed-out trial counts as the
+    whole limit."""
     if duration_s is None:
         return None
     return min(max(duration_s, 0.0), cap_s) if passed else cap_s
+
+
+def par_label(limits_min: Iterable[int]) -> str:
+    """The label of completion time: "PAR-60" when every trial had 60 minutes (or none is
+    known: the default cap is an hour), "PAR (each arm's limit)" when the limits differ."""
+    distinct = sorted(set(limits_min)) or [int(PAR_CAP_S // 60)]
+    return f"PAR-{distinct[0]}" if len(distinct) == 1 else "PAR (each arm's limit)"
 
 
 def grade(
@@ -59,6 +67,7 @@ def grade(
     progress: Progress | None = None,
     perf_rounds: int = PERF_ROUNDS,
     tolerate_drift: bool = False,
+    time_limit_s: float | None = None,
 ) -> dict[str, Any]:
     """Grade ``source``. Raises CanaryDrift when the host no longer matches the calibration,
     unless ``tolerate_drift`` (used after a fresh calibration drifted again: the verdict then
@@ -67,6 +76,7 @@ def grade(
     perf = [c for c in instance.cases if c.kind == "performance"]
     total = len(functional) + len(perf)
     report = _skeleton(instance, source, calibration)
+    report["par_limit_s"] = float(time_limit_s) if time_limit_s else PAR_CAP_S
     rejected = _precheck(source)
     if rejected:
         report["error"] = rejected
@@ -313,6 +323,7 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
             "processes": instance.template.processes,
         },
         "completion_time_s": None,
+        "par_limit_s": PAR_CAP_S,
         "tokens": None,
         "error": None,
     }
@@ -330,6 +341,8 @@ def _aggregate(
     report["checks"] = {"passed": passed, "total": len(checks)}
     report["partial_pass"] = round(passed / len(checks), 4) if checks else 0.0
     report["overall_pass"] = bool(checks) and all(checks)
-    report["completion_time_s"] = completion_time_par(duration_s, report["overall_pass"])
+    report["completion_time_s"] = completion_time_par(
+        duration_s, report["overall_pass"], report["par_limit_s"]
+    )
     report["tokens"] = tokens
     return report

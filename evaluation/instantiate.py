@@ -319,7 +319,6 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
         "seed": str(seed),
         "track": template.track,
         "difficulty": template.difficulty,
-        "time_limit_min": str(template.time_limit_min),
         "constraint_id": constraint["id"],
         "constraint_text": constraint["text"],
         "visible_cases": _visible_literal(cases),

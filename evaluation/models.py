@@ -116,7 +116,13 @@ class Evaluation(models.Model):
     report = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     duration_s = models.FloatField(
-        null=True, blank=True, help_text="Task duration supplied by the caller (for PAR-60)."
+        null=True, blank=True, help_text="Task duration supplied by the caller (for PAR-N)."
+    )
+    time_limit_s = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The time the solver had (a trial's arm limit): completion time is capped at "
+        "it, PAR-N with N its minutes. Empty: an hour.",
     )
     tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -111,9 +111,12 @@ def submit_solution(
     source_label: str,
     duration_s: float | None = None,
     tokens: int | None = None,
+    time_limit_s: float | None = None,
     enqueue: bool = True,
 ) -> Evaluation:
-    """Store an immutable submission and queue its grading (the task starts after commit)."""
+    """Store an immutable submission and queue its grading (the task starts after commit).
+    ``time_limit_s`` is the time the solver had (a trial's arm limit): completion time is
+    capped at it (PAR-N); without one, at an hour."""
     instance_row = record_instance(get_instance(template_slug, seed))
     submission = Submission.objects.create(
         instance=instance_row,
@@ -122,7 +125,7 @@ def submit_solution(
         source_label=source_label,
     )
     evaluation = Evaluation.objects.create(
-        submission=submission, duration_s=duration_s, tokens=tokens
+        submission=submission, duration_s=duration_s, tokens=tokens, time_limit_s=time_limit_s
     )
     if enqueue:
         from evaluation.tasks import grade_submission  # cycle: the task wraps this module
@@ -185,6 +188,7 @@ def run_evaluation(
         sandbox=sandbox,
         duration_s=evaluation.duration_s,
         tokens=evaluation.tokens,
+        time_limit_s=evaluation.time_limit_s,
         progress=progress,
     )
     if report.get("error") and any(t["verdict"] == "SE" for t in report["tests"]):
@@ -201,6 +205,7 @@ def grade_instance(
     sandbox: Sandbox,
     duration_s: float | None = None,
     tokens: int | None = None,
+    time_limit_s: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Grade with the cached calibration. If the canary shows the host has drifted, measure a
@@ -208,7 +213,12 @@ def grade_instance(
     the canary ratio, which is measured side by side and so stays fair, and the report's
     ``efficiency.canary_drift`` shows how far off the host was."""
     record = get_or_create_calibration(instance, sandbox)
-    options: dict[str, Any] = {"duration_s": duration_s, "tokens": tokens, "progress": progress}
+    options: dict[str, Any] = {
+        "duration_s": duration_s,
+        "tokens": tokens,
+        "time_limit_s": time_limit_s,
+        "progress": progress,
+    }
     try:
         report = grade(instance, source, sandbox=sandbox, calibration=record.result, **options)
     except CanaryDrift:

@@ -41,7 +41,6 @@ class TemplateSpec:
     version: str
     track: Literal["SDE", "MLE", "DS"]
     difficulty: Literal["easy", "medium", "hard"]
-    time_limit_min: int
     path: Path
     content_hash: str  # sha256 over every file of the template directory
     cpu_s: float  # hard per-test CPU cap before calibration tightens it

@@ -7,7 +7,8 @@ who was not excluded. Outcomes:
 - ``overall_pass`` (0/1) and ``partial_pass`` (0-1) from the grading report; a trial that timed
   out with nothing to submit failed (0, 0.0); a trial whose grading is not finished (or failed
   for reasons that are never the solution's) has no value (empty).
-- ``completion_time_s``: PAR-60 (``study.results.reports.par_completion_s``).
+- ``completion_time_s``: PAR-N, capped at the trial's arm limit of N minutes
+  (``study.results.reports.par_completion_s``); ``time_limit_min`` is that N.
 - ``tokens`` / ``ai_requests``: for AI arms only, from the ``study.metrics`` registry.
 - ``confidence`` and ``nasa_tlx``: the post-trial questionnaire's scale scores (mean of the
   scale's items, reverse-scored items flipped; see ``study.questionnaires.forms.scale_scores``).
@@ -58,6 +59,7 @@ COLUMNS = (
     "overall_pass",
     "partial_pass",
     "completion_time_s",
+    "time_limit_min",
     "tokens",
     "ai_requests",
     "confidence",
@@ -125,6 +127,7 @@ def trial_table(study: Study) -> list[Row]:
             "evaluation__report__overall_pass",
             "evaluation__report__partial_pass",
             "evaluation__report__completion_time_s",
+            "arm__time_limit_min",
         )
     )
     snapshots = dict(ConfigSnapshot.objects.filter(study=study).values_list("pk", "content"))
@@ -135,9 +138,14 @@ def trial_table(study: Study) -> list[Row]:
         arm = arm_settings(
             snapshots.get(t["participant__snapshot_id"]),
             t["arm__condition"],
-            {"name": t["arm__name"], "ai_mode": t["arm__ai_mode"]},
+            {
+                "name": t["arm__name"],
+                "ai_mode": t["arm__ai_mode"],
+                "time_limit_min": t["arm__time_limit_min"],
+            },
         )
-        rows.append(_row(t, arm["name"], arm["ai_mode"], metrics, scales))
+        limit = int(arm["time_limit_min"])
+        rows.append(_row(t, arm["name"], arm["ai_mode"], limit, metrics, scales))
     return rows
 
 
@@ -145,6 +153,7 @@ def _row(
     t: Mapping[str, Any],
     arm_name: str,
     ai_mode: str,
+    limit_min: int,
     metrics: dict[int, dict[str, float]],
     scales: dict[int, dict[str, float]],
 ) -> Row:
@@ -184,7 +193,9 @@ def _row(
             overall_pass=bool(overall),
             reported_s=t["evaluation__report__completion_time_s"] if graded else None,
             duration_s=duration,
+            limit_s=limit_min * 60,
         ),
+        "time_limit_min": limit_min,
         "tokens": int(trial_metrics_.get("tokens", 0)) if ai else None,
         "ai_requests": int(trial_metrics_.get("ai_requests", 0)) if ai else None,
         "confidence": trial_scales.get("confidence"),

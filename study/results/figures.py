@@ -8,6 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from evaluation.grading import par_label
 from study.results.table2 import DIFFICULTY_ORDER, Row, cell, conditions, ordered
 
 
@@ -61,9 +62,13 @@ def completion_time_figure(rows: Sequence[Row]) -> go.Figure:
             if r["condition"] == c["condition"] and r["completion_time_s"] is not None
         ]
         fig.add_trace(go.Box(name=_label(c), y=minutes, boxmean=True, boxpoints="all", jitter=0.4))
+    limits = [int(r["time_limit_min"]) for r in rows if r.get("time_limit_min")]
     fig.update_layout(
-        yaxis={"title": "completion time, PAR-60 (min)", "range": [0, 62]},
-        title="Completion times (failed or timed-out trials count as 60 min)",
+        yaxis={
+            "title": f"completion time, {par_label(limits)} (min)",
+            "range": [0, max(limits, default=60) + 2],
+        },
+        title="Completion times (failed or timed-out trials count as the whole time limit)",
         showlegend=False,
     )
     return _style(fig)

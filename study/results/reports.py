@@ -17,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from evaluation.grading import PAR_CAP_S, completion_time_par
+from evaluation.grading import PAR_CAP_S, completion_time_par, par_label
 from evaluation.report import participant_view
 from study.metrics import trial_metrics
 from study.models import Trial
@@ -36,21 +36,23 @@ def par_completion_s(
     overall_pass: bool | None,
     reported_s: float | None,
     duration_s: float | None,
+    limit_s: float | None = None,
 ) -> float | None:
-    """PAR-60 completion time of a trial.
+    """PAR-N completion time of a trial whose arm gave it N minutes (``limit_s``).
 
-    A trial whose time ran out counts as the full hour, and so does an ended trial without a
+    A trial whose time ran out counts as the whole limit, and so does an ended trial without a
     gradable submission; a graded one uses the engine's ``completion_time_s`` (the duration
-    capped at an hour, the full hour when it failed), computed from the trial's own clock when
-    the engine was not given a duration. Open or not yet graded trials have no value.
+    capped at the limit, the whole limit when it failed), computed from the trial's own clock
+    when the engine was not given a duration. Open or not yet graded trials have no value.
     """
+    cap = float(limit_s) if limit_s else PAR_CAP_S
     if status == Trial.Status.EXPIRED:
-        return PAR_CAP_S
+        return cap
     if not graded:
         return None
     if reported_s is not None:
         return float(reported_s)
-    return completion_time_par(duration_s, bool(overall_pass))
+    return completion_time_par(duration_s, bool(overall_pass), cap)
 
 
 def peak_memory_kib(report: dict[str, Any]) -> int | None:
@@ -119,7 +121,10 @@ def trial_report(
             overall_pass=overall,
             reported_s=report.get("completion_time_s") if report else None,
             duration_s=trial.duration_s,
+            limit_s=int(arm["time_limit_min"]) * 60,
         ),
+        "par_label": par_label([int(arm["time_limit_min"])]),
+        "time_limit_min": int(arm["time_limit_min"]),
         "peak_memory_kib": peak_memory_kib(full) if full else None,
         "time_ratio": efficiency.get("time_ratio"),
         "time_threshold_ratio": efficiency.get("time_threshold_ratio"),

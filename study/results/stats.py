@@ -19,8 +19,8 @@ Definitions (also in the captions and the dashboard's notes):
   of their trials in it passed (``mean >= 0.5``; in the default design of two trials per
   condition this is "passed at least one"). Exact binomial test on the discordant pairs.
 - **Primary outcome**: overall pass (McNemar). **Secondary family**: partial pass, completion
-  time (PAR-60), NASA-TLX, confidence; their paired t-test p-values are **Holm**-adjusted
-  together.
+  time (PAR-N, N the arms' time limit), NASA-TLX, confidence; their paired t-test p-values are
+  **Holm**-adjusted together.
 - **Mixed-effects model** (``statsmodels`` MixedLM, REML): ``completion_min ~ ai + C(period) +
   C(task)`` with a random intercept per participant; tasks are fixed effects (nine tasks give an
   imprecise task variance, and crossed random effects do not scale to large studies). Fitted
@@ -40,6 +40,8 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
+from evaluation.grading import par_label
+
 Row = dict[str, Any]
 MIN_MIXED_PARTICIPANTS = 10
 ALPHA = 0.05
@@ -47,7 +49,7 @@ ALPHA = 0.05
 # (key, label, unit, scale factor for captions, lower is better)
 SECONDARY = (
     ("partial_pass", "Partial pass (share of checks passed)", "percentage points", 100.0, False),
-    ("completion_time_s", "Completion time (PAR-60)", "min", 1 / 60, True),
+    ("completion_time_s", "Completion time ({par})", "min", 1 / 60, True),
     ("nasa_tlx", "Workload (raw NASA-TLX, 0-100)", "points", 1.0, True),
     ("confidence", "Confidence in the solution (1-7)", "points", 1.0, False),
 )
@@ -303,15 +305,17 @@ def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
     primary["outcome"] = "overall_pass"
     primary["caption"] = primary_caption(primary)
     secondary = []
+    par = par_label(r["time_limit_min"] for r in rows if r.get("time_limit_min"))
     for key, label, unit, _, lower in SECONDARY:
+        label = label.format(par=par)
         values = paired_values(rows, key)
         result = paired_test([v[1] for v in values], [v[2] for v in values])
         result.update(outcome=key, label=label, unit=unit, lower_is_better=lower)
         secondary.append(result)
     for result, adjusted in zip(secondary, holm([r.get("p_t") for r in secondary]), strict=True):
         result["p_holm"] = adjusted
-    for result, (_, label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
-        result["caption"] = secondary_caption(label, unit, scale, lower, result)
+    for result, (_, _label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
+        result["caption"] = secondary_caption(result["label"], unit, scale, lower, result)
     mixed = mixed_model(rows)
     mixed["caption"] = mixed_caption(mixed)
     return {

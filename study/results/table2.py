@@ -58,7 +58,7 @@ def ordered(values: Iterable[str | None], order: Sequence[str] = ()) -> list[str
 
 def table2(rows: Sequence[Row]) -> dict[str, Any]:
     """Per condition: overall, by difficulty and by track — pass@1 (with a Wilson 95 % CI),
-    partial pass, completion time (PAR-60) and tokens, with n per cell."""
+    partial pass, completion time (PAR-N) and tokens, with n per cell."""
     conds = conditions(rows)
     by_condition: dict[str, list[Row]] = defaultdict(list)
     for r in rows:

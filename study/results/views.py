@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from evaluation.grading import par_label
 from study.access import (
     get_own_trial,
     get_study_for_researcher,
@@ -228,6 +229,7 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
         "table_columns": 1 + 5 * len(data["table2"]["conditions"]),
         "sections": _table2_display(data["table2"]),
         "n_trials": len(data["rows"]),
+        "par_label": par_label(r["time_limit_min"] for r in data["rows"]),
         "n_participants": len({r["participant"] for r in data["rows"]}),
         "figure_names": [
             ("pass_rates", "Pass rates"),

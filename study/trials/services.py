@@ -146,6 +146,7 @@ def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Tri
         source=source,
         source_label=label,
         duration_s=(now - trial.started_at).total_seconds(),
+        time_limit_s=trial_time_limit(trial).total_seconds(),  # PAR-N caps at the arm's limit
     )
     trial.submission = evaluation.submission
     trial.evaluation = evaluation
@@ -173,6 +174,7 @@ def close_overdue_trial(trial: Trial, now: datetime) -> bool:
             source=trial.draft_code.encode(),
             source_label="participant:auto-submitted",
             duration_s=(trial.deadline - trial.started_at).total_seconds(),
+            time_limit_s=trial_time_limit(trial).total_seconds(),
         )
         trial.submission, trial.evaluation = evaluation.submission, evaluation
         fields += ["submission", "evaluation"]

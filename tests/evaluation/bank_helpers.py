@@ -30,7 +30,6 @@ title = "Tiny sum"
 version = "1.0.0"
 track = "SDE"
 difficulty = "easy"
-time_limit_min = 30
 
 [limits]
 cpu_s = 2.0

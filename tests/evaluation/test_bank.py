@@ -84,7 +84,7 @@ BROKEN_MANIFESTS = [
     ('version = "1.0.0"', 'version = "1.0"', "version"),
     ('track = "SDE"', 'track = "QA"', "track"),
     ('difficulty = "easy"', 'difficulty = "trivial"', "difficulty"),
-    ("time_limit_min = 30", "time_limit_min = 0", "time_limit_min"),
+    ('track = "SDE"', 'track = "SDE"\ntime_limit_min = 30', "time_limit_min"),  # the arm's now
     ('title = "Tiny sum"\n', "", "title"),
     ("min = 1\nmax = 9", "min = 9\nmax = 1", "params.offset"),
     ('type = "int"', 'type = "date"', "params.offset.type"),

@@ -45,6 +45,7 @@ def test_efficient_reference_passes_everything(sandbox: Sandbox) -> None:
     assert report["overall_pass"], json.dumps(report["efficiency"])
     assert report["partial_pass"] == 1.0
     assert report["completion_time_s"] == 1500
+    assert report["par_limit_s"] == 3600  # no limit given: an hour
     assert report["tokens"] == 42
     assert report["schema_version"] == "1.0"
     assert {t["kind"] for t in report["tests"]} == {"functional", "performance"}
@@ -62,8 +63,13 @@ def test_naive_reference_is_correct_but_fails_efficiency(sandbox: Sandbox) -> No
 
 
 def test_starter_fails_and_scores_zero(sandbox: Sandbox) -> None:
-    # The starter raises NotImplementedError: failing fast earns no efficiency check.
-    report = grade_source(sandbox, instance().participant_files["solution.py"])
+    # The starter raises NotImplementedError: failing fast earns no efficiency check. A failed
+    # task counts as the whole time the solver had (PAR-45 here).
+    report = grade_source(
+        sandbox, instance().participant_files["solution.py"], duration_s=600, time_limit_s=2700
+    )
+    assert report["par_limit_s"] == 2700
+    assert report["completion_time_s"] == 2700
     assert report["overall_pass"] is False
     assert verdicts(report) - {"OK"}
     assert report["efficiency"]["outputs_ok"] is False

@@ -23,7 +23,13 @@ class Command(BaseCommand):
         parser.add_argument("--seed", required=True, type=int, help="Instance seed.")
         parser.add_argument("--solution", required=True, type=Path, help="Path to solution.py.")
         parser.add_argument("--json", action="store_true", help="Print the JSON report.")
-        parser.add_argument("--duration-s", type=float, help="Task duration, for PAR-60.")
+        parser.add_argument("--duration-s", type=float, help="Task duration, for PAR-N.")
+        parser.add_argument(
+            "--time-limit-min",
+            type=int,
+            help="The time the solver had, in minutes: completion time (PAR-N) is capped at it "
+            "(default 60).",
+        )
         parser.add_argument("--tokens", type=int, help="LLM tokens used, for the report.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -31,6 +37,9 @@ class Command(BaseCommand):
         if not path.is_file():
             raise usage_error(f"Solution file {path} does not exist.")
         instance = load_instance(options["template"], options["seed"])
+        limit = options["time_limit_min"]
+        if limit is not None and not 1 <= limit <= 24 * 60:
+            raise usage_error("--time-limit-min must be a number of minutes from 1 to 1440.")
         try:
             report = grade_instance(
                 instance,
@@ -38,6 +47,7 @@ class Command(BaseCommand):
                 sandbox=open_sandbox(),
                 duration_s=options["duration_s"],
                 tokens=options["tokens"],
+                time_limit_s=limit * 60 if limit else None,
             )
         except GradingUnavailable as exc:
             raise CommandError(str(exc)) from exc

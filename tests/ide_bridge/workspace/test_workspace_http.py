@@ -227,6 +227,9 @@ def test_submit_stores_the_editor_code_and_queues_grading() -> None:
     assert trial.submission is not None
     assert bytes(trial.submission.source) == code.encode()
     assert client.get(body["status_url"]).json()["grading"]["status"] == "queued"
+    # Completion time will be capped at the arm's limit (PAR-N), not at a fixed hour.
+    assert trial.evaluation is not None
+    assert trial.evaluation.time_limit_s == trial.arm.time_limit_min * 60
 
 
 @pytest.mark.timeout(600)

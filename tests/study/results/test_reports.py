@@ -183,6 +183,22 @@ def test_expired_trial_without_code_fails_with_the_full_hour(amber: Participant)
     assert data["report"] is None
 
 
+def test_completion_time_is_capped_at_the_arms_time_limit(amber: Participant) -> None:
+    # PAR-N: an arm of 45 minutes caps completion at 45 min, and failing counts as 45 min.
+    amber.study.arms.filter(condition="A").update(time_limit_min=45)
+    expired = add_trial(amber, 1, "A", status=Trial.Status.EXPIRED, evaluation_status=None)
+    summary = trial_report(expired, for_participant=True)["summary"]
+    assert summary["completion_time_s"] == 2700.0
+    assert summary["par_label"] == "PAR-45"
+    failed = add_trial(amber, 2, "A", report=fake_report(overall=False, duration_s=None))
+    assert trial_report(failed, for_participant=True)["summary"]["completion_time_s"] == 2700.0
+    client = participant_client(amber)
+    html = page(client, failed).content.decode()
+    assert "Completion time (PAR-45)" in html
+    assert "Capped at 45 min" in html
+    assert "PAR-60" not in html
+
+
 def test_completion_time_falls_back_to_the_trial_clock(amber: Participant) -> None:
     trial = add_trial(amber, 1, "A", report=fake_report(duration_s=None), duration_s=900)
     assert trial_report(trial, for_participant=True)["summary"]["completion_time_s"] == 900.0
