@@ -32,6 +32,7 @@ REQUIRED_FILES = (
 TRACKS = ("SDE", "MLE", "DS")
 DIFFICULTIES = ("easy", "medium", "hard")
 MAX_PROCESSES = 64  # the sandbox runner's own bound on a run's processes and threads
+DEFAULT_NAIVE_CPU_S = 60.0  # calibration stops a naive run at 8x efficient, and at this
 REQUIRED_CONTEXT = ("company", "role", "scenario")
 # Placeholders every template may use besides its params, names and context.
 BUILTIN_PLACEHOLDERS = frozenset(
@@ -110,17 +111,24 @@ def content_hash(directory: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_limits(where: Path, limits: object) -> tuple[float, int, int]:
-    if not isinstance(limits, dict) or not {"cpu_s", "mem_mib"} <= set(limits) <= {
-        "cpu_s",
-        "mem_mib",
-        "processes",
-    }:
+def _check_limits(where: Path, limits: object) -> tuple[float, int, int, float]:
+    allowed = {"cpu_s", "mem_mib", "processes", "naive_cpu_s"}
+    if not isinstance(limits, dict) or not {"cpu_s", "mem_mib"} <= set(limits) <= allowed:
         raise _fail(
-            where, "limits", "must be a table with the keys cpu_s and mem_mib (and processes)"
+            where,
+            "limits",
+            "must be a table with the keys cpu_s and mem_mib (and processes, naive_cpu_s)",
         )
     cpu_s, mem_mib = limits["cpu_s"], limits["mem_mib"]
     processes = limits.get("processes", 1)
+    naive_cpu_s = limits.get("naive_cpu_s", DEFAULT_NAIVE_CPU_S)
+    if not _is_number(naive_cpu_s) or not 0 < float(naive_cpu_s) <= 600:
+        raise _fail(
+            where,
+            "limits.naive_cpu_s",
+            "must be a number of seconds in (0, 600]: the most CPU one calibration run of the "
+            "naive reference may take",
+        )
     if not _is_int(processes) or not 1 <= processes <= MAX_PROCESSES:
         raise _fail(
             where,
@@ -132,7 +140,7 @@ def _check_limits(where: Path, limits: object) -> tuple[float, int, int]:
         raise _fail(where, "limits.cpu_s", "must be a number of seconds in (0, 600]")
     if not _is_int(mem_mib) or not 32 <= mem_mib <= 16384:
         raise _fail(where, "limits.mem_mib", "must be an integer number of MiB in [32, 16384]")
-    return float(cpu_s), int(mem_mib), int(processes)
+    return float(cpu_s), int(mem_mib), int(processes), float(naive_cpu_s)
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
@@ -348,7 +356,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         raise _fail(where, "track", f"must be one of {', '.join(TRACKS)}, not {track!r}")
     if difficulty not in DIFFICULTIES:
         raise _fail(where, "difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
-    cpu_s, mem_mib, processes = _check_limits(where, data["limits"])
+    cpu_s, mem_mib, processes, naive_cpu_s = _check_limits(where, data["limits"])
     if not isinstance(data["params"], dict):
         raise _fail(where, "params", "must be a table of parameter tables")
     for name, spec in data["params"].items():
@@ -370,6 +378,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         cpu_s=cpu_s,
         mem_mib=mem_mib,
         processes=processes,
+        naive_cpu_s=naive_cpu_s,
         raw=data,
     )
 

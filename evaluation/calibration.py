@@ -6,6 +6,13 @@ minus the empty solution's median. With E and N the summed medians of efficient 
 the time threshold is the geometric mean T* = sqrt(E*N), i.e. a ratio rho* = sqrt(N/E) against an
 efficient canary. A calibration whose N/E is under 3 is rejected: the inputs do not separate the
 two references well enough to judge anyone.
+
+The threshold never comes from an absolute cap (which would make it scale with host speed). A
+naive run is stopped at ``NAIVE_CAP_FACTOR`` times the efficient reference's CPU on the same test
+and host (never at a fixed number of seconds); a naive reference slower than that counts as
+exactly that factor slower (``threshold_source = "ratio-bound"``, a lower bound of the true
+ratio), one that finishes sooner counts as measured (``"measured"``). Either way N/E is a ratio
+of two runs on the same host, so a slower or faster host moves E and N together.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ MIN_RATIO = 3.0
 MIN_EFFICIENT_NET_S = 0.05  # below this a CPU measurement is mostly noise
 RECOMMENDED_EFFICIENT_NET_S = 0.1
 MEMORY_FLOOR_KIB = 1024
-# Naive runs stop at this multiple of the efficient reference's CPU time (a lower bound then):
-# enough to prove a ratio of 3 with margin, without waiting for quadratic code to finish.
+# Naive runs stop at this multiple of the efficient reference's CPU time on the same test (a
+# lower bound then): enough to prove a ratio of 3 with margin, without waiting for exponential
+# code to finish. A ratio, not seconds, so the threshold does not move with host speed.
 NAIVE_CAP_FACTOR = 8
+NAIVE_CAP_SLACK = 1.25  # the naive runs' CPU limit, over the factor, for the warm-up's noise
 MEMORY_SLACK_KIB = 32 * 1024
 
 
@@ -50,6 +59,11 @@ class CalibrationResult:
     efficient_s: float = 0.0  # E
     naive_s: float = 0.0  # N (a lower bound when naive_capped)
     naive_capped: bool = False
+    # "measured": N/E from both references run to completion; "ratio-bound": the naive
+    # reference was slower than NAIVE_CAP_FACTOR x efficient on some test, which then counts
+    # as exactly that factor (never a fixed number of seconds).
+    threshold_source: str = "measured"
+    naive_cap_factor: float = NAIVE_CAP_FACTOR
     ratio: float = 0.0  # N / E
     threshold_ratio: float = 0.0  # rho* = sqrt(N / E)
     sigma_log: float = 0.0  # spread of log(efficient) per round, for borderline flags
@@ -96,22 +110,32 @@ def calibrate(
         "naive": instance.references["naive"].encode(),
     }
     cap = instance.template.cpu_s
+    naive_limit = instance.template.naive_cpu_s
     mem = instance.template.mem_mib
-    # Warm-up round: also tells how long the efficient reference takes, to cap naive runs.
+    # Warm-up round (the naive reference is not run yet): how long the efficient reference
+    # takes on each test, to stop naive runs at a multiple of it.
     warm = _round(
         instance,
         sandbox,
         perf,
         sources,
-        {"empty": cap, "efficient": cap, "naive": cap},
+        {c.name: {"empty": cap, "efficient": cap} for c in perf},
         mem,
         random.Random(seed),
     )
+    caps: dict[str, dict[str, float]] = {}
     for case in perf:
         _require_correct(instance, case, warm[("efficient", case.name)], "efficient")
-    slowest_eff = max(warm[("efficient", c.name)].cpu_s for c in perf)
-    naive_cap = min(cap, max(1.0, NAIVE_CAP_FACTOR * slowest_eff))
-    caps = {"empty": cap, "efficient": cap, "naive": naive_cap}
+        empty_s = warm[("empty", case.name)].cpu_s
+        warm_net = max(warm[("efficient", case.name)].cpu_s - empty_s, 0.0)
+        naive_cap = empty_s + NAIVE_CAP_SLACK * NAIVE_CAP_FACTOR * max(warm_net, 0.01)
+        if naive_cap > naive_limit:
+            raise CalibrationError(
+                f"the naive reference may need {naive_cap:.1f} s of CPU on {case.name} "
+                f"({NAIVE_CAP_FACTOR:g}x the efficient reference), more than limits.naive_cpu_s "
+                f"= {naive_limit:g} s; raise that limit or make the performance inputs smaller"
+            )
+        caps[case.name] = {"empty": cap, "efficient": cap, "naive": naive_cap}
 
     samples: dict[tuple[str, str], list[RunResult]] = {}
     rng = random.Random(seed + 1)
@@ -139,11 +163,16 @@ def calibrate(
             _require_correct(instance, case, run, "efficient")
         eff_net = [max(r.cpu_s - empty_cpu, 0.0) for r in samples[("efficient", case.name)]]
         naive_runs = samples[("naive", case.name)]
-        capped = any(r.status is RunStatus.TLE_CPU for r in naive_runs)
-        naive_net = [
-            max((naive_cap if r.status is RunStatus.TLE_CPU else r.cpu_s) - empty_cpu, 0.0)
-            for r in naive_runs
-        ]
+        for run in naive_runs:
+            if run.status is not RunStatus.TLE_CPU:
+                _require_correct(instance, case, run, "naive")
+        # Slower than the factor (stopped, or finished above it): exactly the factor.
+        bound = NAIVE_CAP_FACTOR * max(statistics.median(eff_net), 1e-6)
+        measured = [max(r.cpu_s - empty_cpu, 0.0) for r in naive_runs]
+        capped = any(r.status is RunStatus.TLE_CPU for r in naive_runs) or (
+            statistics.median(measured) > bound
+        )
+        naive_net = [bound] * len(naive_runs) if capped else measured
         for i in range(rounds):
             eff_per_round[i] += eff_net[i]
             naive_per_round[i] += naive_net[i]
@@ -164,6 +193,7 @@ def calibrate(
                 "naive_samples_s": naive_net,
             }
         )
+    outcome.threshold_source = "ratio-bound" if outcome.naive_capped else "measured"
     _finish(outcome, eff_per_round, naive_per_round, cap)
     return outcome
 
@@ -210,7 +240,12 @@ def _finish(result: CalibrationResult, eff: list[float], naive: list[float], cap
     if problems:
         result.message = "Calibration rejected: " + "; ".join(problems) + "."
     else:
-        bound = " (naive capped: a lower bound)" if result.naive_capped else ""
+        bound = (
+            f" (naive slower than {NAIVE_CAP_FACTOR:g}x efficient on some test, counted as "
+            f"{NAIVE_CAP_FACTOR:g}x: a lower bound)"
+            if result.naive_capped
+            else " (both references measured to completion)"
+        )
         result.message = (
             f"Calibration valid: E={E:.3f}s, N={N:.3f}s{bound}, ratio {result.ratio:.1f}, "
             f"threshold ratio {result.threshold_ratio:.2f}."
@@ -222,14 +257,16 @@ def _round(
     sandbox: Sandbox,
     perf: list[TestCase],
     sources: dict[str, bytes],
-    caps: dict[str, float],
+    caps: dict[str, dict[str, float]],
     mem_mib: int,
     rng: random.Random,
 ) -> dict[tuple[str, str], RunResult]:
-    keys = [(kind, case) for case in perf for kind in ("empty", "efficient", "naive")]
+    """One round: every kind named in ``caps[test]`` (its CPU limit) runs once on every
+    performance test, in shuffled order."""
+    keys = [(kind, case) for case in perf for kind in caps[case.name]]
     rng.shuffle(keys)
     specs = [
-        case_spec(instance, sources[kind], case, cpu_s=caps[kind], mem_mib=mem_mib)
+        case_spec(instance, sources[kind], case, cpu_s=caps[case.name][kind], mem_mib=mem_mib)
         for kind, case in keys
     ]
     results, _ = run_with_retries(sandbox, specs)

@@ -315,6 +315,11 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
             "naive_s": round(calibration.naive_s, 4),
             "naive_capped": calibration.naive_capped,
             "ratio": round(calibration.ratio, 3),
+            # Where the threshold ratio comes from: both references measured to completion, or
+            # the naive one counted as naive_cap_factor x efficient (a lower bound). Never an
+            # absolute number of seconds, so it does not move with host speed.
+            "threshold_source": calibration.threshold_source,
+            "naive_cap_factor": calibration.naive_cap_factor,
         },
         "sandbox": {
             "backend": calibration.backend,
