@@ -280,6 +280,9 @@ EVALUATION_SANDBOX_BACKEND = env.str("EVALUATION_SANDBOX_BACKEND", default="bwra
 # Measure each run with its own cgroup (the whole process tree); off: solutions may then start
 # no child process or thread at all (/healthz/ and reports say which).
 EVALUATION_CGROUPS = env.bool("EVALUATION_CGROUPS", default=True)
+# At most this share of one CPU for each sandboxed run (a cgroup CPU quota), e.g. 0.5 on a
+# shared host; unset: no quota. Grading judges CPU time, which a quota does not change.
+EVALUATION_CPU_QUOTA = env.float("EVALUATION_CPU_QUOTA", default=None)
 CELERY_TASK_ROUTES = {"evaluation.grade_submission": {"queue": "judge"}}
 # Grading a submission runs many sandboxed processes; a stuck task is killed after this.
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)

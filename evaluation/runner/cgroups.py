@@ -26,6 +26,7 @@ import signal
 import time
 
 V1_CONTROLLERS = ("cpuacct", "memory", "pids")
+QUOTA_PERIOD_US = 20_000  # CPU quota period: short, so short runs are throttled evenly too
 V2_CONTROLLERS = ("memory", "pids")
 PARENT = "haieval"
 KILL_WAIT_S = 2.0
@@ -46,7 +47,7 @@ def _mounts() -> tuple[dict[str, str], str | None]:
                 v2 = v2 or fields[4]
             elif extra[0] == "cgroup":
                 for option in extra[2].split(","):
-                    if option in V1_CONTROLLERS:
+                    if option in (*V1_CONTROLLERS, "cpu"):
                         v1.setdefault(option, fields[4])
     return v1, v2
 
@@ -82,8 +83,9 @@ class Layout:
         return all(os.access(p, os.W_OK | os.X_OK) for p in self.parents.values())
 
 
-def delegate(uid: int) -> tuple[Layout | None, str]:
-    """Find (as root: make and hand over) the ``haieval`` cgroups; (layout, why not) otherwise."""
+def delegate(uid: int, cpu: bool = False) -> tuple[Layout | None, str]:
+    """Find (as root: make and hand over) the ``haieval`` cgroups; (layout, why not) otherwise.
+    ``cpu``: also the cpu controller, for a per-run CPU quota (no quota if it is missing)."""
     try:
         v1, v2 = _mounts()
         own = _own_paths()
@@ -91,9 +93,8 @@ def delegate(uid: int) -> tuple[Layout | None, str]:
         return None, f"cannot read the cgroup mounts ({exc})"
     try:
         if all(name in v1 for name in V1_CONTROLLERS):
-            parents = {
-                name: os.path.join(v1[name] + own.get(name, "/"), PARENT) for name in V1_CONTROLLERS
-            }
+            names = (*V1_CONTROLLERS, "cpu") if cpu and "cpu" in v1 else V1_CONTROLLERS
+            parents = {name: os.path.join(v1[name] + own.get(name, "/"), PARENT) for name in names}
             layout = Layout(V1, parents)
             if os.geteuid() == 0:
                 for path in parents.values():
@@ -103,9 +104,12 @@ def delegate(uid: int) -> tuple[Layout | None, str]:
             if os.geteuid() == 0:
                 path = layout.parents[""]
                 _hand_over(path, uid, ("cgroup.procs", "cgroup.subtree_control"))
+                wanted = "+memory +pids" + (
+                    " +cpu" if cpu and _has_v2_controllers(v2, ("cpu",)) else ""
+                )
                 with contextlib.suppress(OSError):
-                    _write(os.path.join(v2, "cgroup.subtree_control"), "+memory +pids")
-                _write(os.path.join(path, "cgroup.subtree_control"), "+memory +pids")
+                    _write(os.path.join(v2, "cgroup.subtree_control"), wanted)
+                _write(os.path.join(path, "cgroup.subtree_control"), wanted)
                 _join_v2_leaf(path)
         else:
             return None, "no cgroup hierarchy with the cpuacct, memory and pids controllers"
@@ -116,13 +120,13 @@ def delegate(uid: int) -> tuple[Layout | None, str]:
     return layout, ""
 
 
-def _has_v2_controllers(mount: str) -> bool:
+def _has_v2_controllers(mount: str, names: tuple[str, ...] = V2_CONTROLLERS) -> bool:
     try:
         with open(os.path.join(mount, "cgroup.controllers"), encoding="ascii") as handle:
             available = handle.read().split()
     except OSError:
         return False
-    return all(name in available for name in V2_CONTROLLERS)
+    return all(name in available for name in names)
 
 
 def _hand_over(path: str, uid: int, files: tuple[str, ...]) -> None:
@@ -151,23 +155,34 @@ def _join_v2_leaf(parent: str) -> None:
 class RunGroup:
     """One run's cgroup (one directory per hierarchy)."""
 
-    def __init__(self, layout: Layout, mem_bytes: int, max_tasks: int) -> None:
+    def __init__(
+        self, layout: Layout, mem_bytes: int, max_tasks: int, cpu_quota: float | None = None
+    ) -> None:
         self.kind = layout.kind
         name = "run-" + os.urandom(6).hex()
         self.dirs = {key: os.path.join(parent, name) for key, parent in layout.parents.items()}
+        self.cpu_quota: float | None = None  # the quota applied (None: none, or no controller)
         made: list[str] = []
         try:
-            for path in self.dirs.values():
+            for path in dict.fromkeys(self.dirs.values()):  # cpu and cpuacct may share a mount
                 os.mkdir(path, 0o700)
                 made.append(path)
+            quota = str(round(cpu_quota * QUOTA_PERIOD_US)) if cpu_quota else ""
             if self.kind == V1:
                 _write(self._file("memory", "memory.limit_in_bytes"), str(mem_bytes))
                 _write(self._file("pids", "pids.max"), str(max_tasks))
+                if quota and "cpu" in self.dirs:
+                    _write(self._file("cpu", "cpu.cfs_period_us"), str(QUOTA_PERIOD_US))
+                    _write(self._file("cpu", "cpu.cfs_quota_us"), quota)
+                    self.cpu_quota = cpu_quota
             else:
                 _write(self._file("", "memory.max"), str(mem_bytes))
                 if os.path.exists(self._file("", "memory.swap.max")):
                     _write(self._file("", "memory.swap.max"), "0")
                 _write(self._file("", "pids.max"), str(max_tasks))
+                if quota and os.path.exists(self._file("", "cpu.max")):
+                    _write(self._file("", "cpu.max"), f"{quota} {QUOTA_PERIOD_US}")
+                    self.cpu_quota = cpu_quota
         except OSError:
             for path in reversed(made):
                 with contextlib.suppress(OSError):
@@ -179,7 +194,7 @@ class RunGroup:
 
     def procs_files(self) -> list[str]:
         """Where the run's first process writes its pid before exec (every hierarchy)."""
-        return [os.path.join(path, "cgroup.procs") for path in self.dirs.values()]
+        return [os.path.join(path, "cgroup.procs") for path in dict.fromkeys(self.dirs.values())]
 
     def cpu_s(self) -> float:
         try:
@@ -241,7 +256,7 @@ class RunGroup:
         return len(left)
 
     def remove(self) -> None:
-        for path in self.dirs.values():
+        for path in dict.fromkeys(self.dirs.values()):
             for _ in range(50):  # a killed task leaves the cgroup a moment after SIGKILL
                 try:
                     os.rmdir(path)

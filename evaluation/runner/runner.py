@@ -18,7 +18,9 @@ could measure the others).
 
 ``wall_s`` is the effective wall limit (the backend resolves 0). An optional top-level
 ``"tmp_parent"`` names where run directories are created (default ``/tmp``), and
-``"cgroups": false`` switches per-run cgroups off (no child processes then). Standard output is
+``"cgroups": false`` switches per-run cgroups off (no child processes then), and
+``"cpu_quota": 0.5`` lets each run use at most that share of one CPU (a cgroup CPU quota; CPU
+time, which grading judges, is not changed by it, only wall time). Standard output is
 one JSON line::
 
     {"protocol": 2, "runner_version": "...", "python": "3.11.2", "mode": "bwrap", "uid": 65534,
@@ -241,8 +243,11 @@ def _count_processes(uid: int) -> int:
 class Batch:
     """What every run of one batch shares: mode, seccomp policy, run-directory parent, cgroups."""
 
-    def __init__(self, mode: str, tmp_parent: str, use_cgroups: bool = True) -> None:
+    def __init__(
+        self, mode: str, tmp_parent: str, use_cgroups: bool = True, cpu_quota: float | None = None
+    ) -> None:
         self.mode, self.tmp_parent, self.use_cgroups = mode, tmp_parent, use_cgroups
+        self.cpu_quota = cpu_quota
         self.seccomp = b""
         self.layout: cgroups.Layout | None = None
         self.accounting = "none: only the bwrap mode runs each program in its own cgroup"
@@ -252,7 +257,7 @@ class Batch:
         if self.mode == "bwrap" and not self.use_cgroups:
             self.accounting = "none: per-run cgroups are switched off (EVALUATION_CGROUPS)"
         elif self.mode == "bwrap":
-            self.layout, why = cgroups.delegate(SANDBOX_UID)
+            self.layout, why = cgroups.delegate(SANDBOX_UID, cpu=self.cpu_quota is not None)
             self.accounting = self.layout.kind if self.layout else "none: " + why
         if self.mode != "docker" and os.geteuid() == 0:
             supervise.drop_privileges(SANDBOX_UID)
@@ -267,7 +272,8 @@ class Batch:
             return None, self.accounting
         try:
             tasks = SANDBOX_TASKS + spec.harness_processes + spec.processes
-            return cgroups.RunGroup(self.layout, (spec.mem_mib + AS_GRACE_MIB) * MIB, tasks), ""
+            memory = (spec.mem_mib + AS_GRACE_MIB) * MIB
+            return cgroups.RunGroup(self.layout, memory, tasks, self.cpu_quota), ""
         except OSError as exc:
             return None, f"none: the run's cgroup could not be made ({exc.strerror})"
 
@@ -336,12 +342,17 @@ class Pending:
         spawned, spec = self.spawned, self.spec
         if spawned is None:
             raise OSError("the run was already started")
+        quota = getattr(self.group, "cpu_quota", None)  # what applied (cleanup forgets it)
         try:
             outcome = supervise.run(spawned, spec.cpu_s, spec.wall_s, spec.out_cap)
         finally:
             self.spawned = None
             self.cleanup()
-        return classify(outcome, spec, self.batch.mode, self.accounting)
+        result = classify(outcome, spec, self.batch.mode, self.accounting)
+        extra = result["extra"]
+        if self.batch.cpu_quota and isinstance(extra, dict):  # asked for: say if it applied
+            extra["cpu_quota"] = quota
+        return result
 
     def cleanup(self) -> None:
         if self.spawned is not None:
@@ -479,14 +490,18 @@ def classify(
     }
 
 
-def _validate(batch: object) -> tuple[str, list[Spec], str, bool]:
+def _validate(batch: object) -> tuple[str, list[Spec], str, bool, float | None]:
     if not isinstance(batch, dict) or batch.get("protocol") != PROTOCOL:
         raise BatchError(f"the batch is not a protocol {PROTOCOL} JSON object")
     mode, specs = batch.get("mode"), batch.get("specs")
     if mode not in MODES or not isinstance(specs, list):
         raise BatchError(f"the batch needs mode in {MODES} and a list of specs")
     tmp_parent, use_cgroups = str(batch.get("tmp_parent", HOST_TMP)), batch.get("cgroups", True)
-    return str(mode), [Spec(raw) for raw in specs], tmp_parent, bool(use_cgroups)
+    quota = batch.get("cpu_quota")
+    if quota is not None and (not isinstance(quota, (int, float)) or not 0.01 <= quota <= 64):
+        raise BatchError("cpu_quota must be a share of one CPU from 0.01 to 64")
+    cpu_quota = float(quota) if quota is not None else None
+    return str(mode), [Spec(raw) for raw in specs], tmp_parent, bool(use_cgroups), cpu_quota
 
 
 def main(argv: list[str]) -> int:
@@ -501,8 +516,8 @@ def main(argv: list[str]) -> int:
             batch = json.loads(raw)
         except ValueError:
             raise BatchError("the batch is not valid JSON") from None
-        mode, specs, tmp_parent, use_cgroups = _validate(batch)
-        context = Batch(mode, tmp_parent, use_cgroups)
+        mode, specs, tmp_parent, use_cgroups, cpu_quota = _validate(batch)
+        context = Batch(mode, tmp_parent, use_cgroups, cpu_quota)
         context.prepare()
         results = run_specs(context, specs)
     except (BatchError, OSError, ValueError, TypeError, KeyError) as exc:

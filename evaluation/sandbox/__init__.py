@@ -69,7 +69,10 @@ def get_sandbox(name: str | None = None) -> Sandbox:
     if chosen == "bwrap":
         from evaluation.sandbox.bwrap import LocalBwrapBackend
 
-        return LocalBwrapBackend(cgroups=_setting("EVALUATION_CGROUPS", True))
+        return LocalBwrapBackend(
+            cgroups=_setting("EVALUATION_CGROUPS", True),
+            cpu_quota=_setting("EVALUATION_CPU_QUOTA", None),
+        )
     if chosen == "docker":
         from evaluation.sandbox.docker import DockerBackend
 

@@ -82,12 +82,18 @@ def fingerprint(backend: str, python_version: str, *parts: str) -> str:
 
 
 def encode_batch(
-    mode: str, specs: list[RunSpec], tmp_parent: str | None = None, cgroups: bool = True
+    mode: str,
+    specs: list[RunSpec],
+    tmp_parent: str | None = None,
+    cgroups: bool = True,
+    cpu_quota: float | None = None,
 ) -> bytes:
     """The runner's input: protocol 2 JSON (file contents and stdin base64)."""
     extra: dict[str, object] = {"tmp_parent": tmp_parent} if tmp_parent else {}
     if not cgroups:
         extra["cgroups"] = False
+    if cpu_quota:
+        extra["cpu_quota"] = cpu_quota
     return json.dumps(
         {
             "protocol": PROTOCOL,
@@ -160,11 +166,14 @@ class RunnerBackend(Sandbox):
 
     mode = "bwrap"
 
-    def __init__(self, *, tmp_parent: str | None = None, cgroups: bool = True) -> None:
+    def __init__(
+        self, *, tmp_parent: str | None = None, cgroups: bool = True, cpu_quota: float | None = None
+    ) -> None:
         # Where the runner creates its 0700 run directories (default /tmp); it must be
         # writable by the runner's uid (65534 when the worker is root).
         self.tmp_parent = tmp_parent
         self.cgroups = cgroups  # False: no per-run cgroup, so no child processes at all
+        self.cpu_quota = cpu_quota  # share of one CPU each run may use (wall time only)
 
     def run_batch(self, specs: list[RunSpec]) -> list[RunResult]:
         if not specs:
@@ -174,7 +183,7 @@ class RunnerBackend(Sandbox):
         try:
             proc = subprocess.run(  # noqa: S603 - fixed argv: the trusted runner
                 [SANDBOX_PYTHON, "-I", "-S", "-B", str(RUNNER)],
-                input=encode_batch(self.mode, specs, self.tmp_parent, self.cgroups),
+                input=encode_batch(self.mode, specs, self.tmp_parent, self.cgroups, self.cpu_quota),
                 capture_output=True,
                 env=RUNNER_ENV,
                 cwd="/",
@@ -228,8 +237,10 @@ class LocalBwrapBackend(RunnerBackend):
     name = "bwrap"
     mode = "bwrap"
 
-    def __init__(self, *, tmp_parent: str | None = None, cgroups: bool = True) -> None:
-        super().__init__(tmp_parent=tmp_parent, cgroups=cgroups)
+    def __init__(
+        self, *, tmp_parent: str | None = None, cgroups: bool = True, cpu_quota: float | None = None
+    ) -> None:
+        super().__init__(tmp_parent=tmp_parent, cgroups=cgroups, cpu_quota=cpu_quota)
         for path, package in ((BWRAP, "bubblewrap"), (PRLIMIT, "util-linux"),
                               (SANDBOX_PYTHON, "python3")):  # fmt: skip
             if not os.access(path, os.X_OK):

@@ -1,0 +1,83 @@
+"""Host independence (issue 11 §2): calibrating and grading on a CPU-throttled host (a cgroup CPU
+quota of 50 % on every sandboxed run) flips no verdict, for every template, of the efficient
+reference, the naive reference and a mid-way solution (the efficient reference computing its
+answer twice: about twice as slow, well inside the threshold of 2.83)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evaluation.bank import known_slugs
+from evaluation.calibration import calibrate
+from evaluation.grading import CanaryDrift, grade
+from evaluation.instances import get_instance
+from evaluation.sandbox.base import Sandbox
+from evaluation.sandbox.bwrap import LocalBwrapBackend
+from evaluation.spec import Instance
+from tests.evaluation.grading_fixtures import sandbox_or_skip
+
+QUOTA = 0.5
+
+
+def mid_way(instance: Instance) -> bytes:
+    entry = instance.entry_point
+    return (
+        instance.references["efficient"]
+        + f"\n\n_once = {entry}\n\n\ndef {entry}(*args, **kwargs):\n"
+        "    _once(*args, **kwargs)\n    return _once(*args, **kwargs)\n"
+    ).encode()
+
+
+def verdicts(instance: Instance, sandbox: Sandbox) -> dict[str, Any]:
+    calibration = calibrate(instance, sandbox, rounds=3)
+    assert calibration.valid, calibration.message
+    solutions = {
+        "efficient": instance.references["efficient"].encode(),
+        "naive": instance.references["naive"].encode(),
+        "mid-way": mid_way(instance),
+    }
+    seen: dict[str, Any] = {"threshold": calibration.threshold_ratio}
+    for label, source in solutions.items():
+        try:
+            report = grade(instance, source, sandbox=sandbox, calibration=calibration)
+        except CanaryDrift:  # what the service does after measuring again: judge by the canary
+            report = grade(
+                instance, source, sandbox=sandbox, calibration=calibration, tolerate_drift=True
+            )
+        seen[label] = {
+            "overall_pass": report["overall_pass"],
+            "time_ok": report["efficiency"]["time_ok"],
+            "memory_ok": report["efficiency"]["memory_ok"],
+            "tests": {t["name"]: t["verdict"] for t in report["tests"]},
+        }
+        seen[f"{label} walls"] = [
+            (t["cpu_s"], t["wall_s"]) for t in report["tests"] if t["kind"] == "performance"
+        ]
+    return seen
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return sandbox_or_skip()
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("slug", known_slugs())
+def test_a_cpu_throttled_host_flips_no_verdict(sandbox: Sandbox, slug: str) -> None:
+    instance = get_instance(slug, 1)
+    normal = verdicts(instance, sandbox)
+    throttled = verdicts(instance, LocalBwrapBackend(cpu_quota=QUOTA))
+    # The quota really applied: the efficient reference's performance runs took about twice
+    # their CPU time in wall time.
+    slowed = [wall / cpu for cpu, wall in throttled["efficient walls"] if cpu]
+    assert min(slowed) > 1.3, throttled["efficient walls"]
+    # The threshold is a ratio of the references, so it does not move with host speed.
+    assert throttled["threshold"] == pytest.approx(normal["threshold"], rel=0.15)
+    for label in ("efficient", "naive", "mid-way"):
+        assert throttled[label] == normal[label], label
+    assert normal["efficient"]["overall_pass"] is True
+    assert normal["mid-way"]["overall_pass"] is True
+    assert normal["naive"]["overall_pass"] is False
+    assert normal["naive"]["time_ok"] is False
