@@ -62,6 +62,7 @@ _TOP_LEVEL = {
     "context": True,
     "names": True,
     "summary": False,
+    "checks": False,
 }
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
@@ -141,6 +142,18 @@ def _check_limits(where: Path, limits: object) -> tuple[float, int, int, float]:
     if not _is_int(mem_mib) or not 32 <= mem_mib <= 16384:
         raise _fail(where, "limits.mem_mib", "must be an integer number of MiB in [32, 16384]")
     return float(cpu_s), int(mem_mib), int(processes), float(naive_cpu_s)
+
+
+def _check_checks(where: Path, checks: object) -> bool:
+    """``[checks] memory = "on" | "off"`` (default on): whether the memory check is scored.
+    Declare it off when no realistic wrong approach uses more memory than the efficient one;
+    ``validate_bank`` refuses "on" when the naive reference stays under the threshold."""
+    if not isinstance(checks, dict) or not set(checks) <= {"memory"}:
+        raise _fail(where, "checks", "must be a table with only the key memory")
+    memory = checks.get("memory", "on")
+    if memory not in ("on", "off"):
+        raise _fail(where, "checks.memory", 'must be "on" or "off"')
+    return memory == "on"
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
@@ -357,6 +370,7 @@ def parse_template(directory: Path) -> TemplateSpec:
     if difficulty not in DIFFICULTIES:
         raise _fail(where, "difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
     cpu_s, mem_mib, processes, naive_cpu_s = _check_limits(where, data["limits"])
+    memory_check = _check_checks(where, data.get("checks", {}))
     if not isinstance(data["params"], dict):
         raise _fail(where, "params", "must be a table of parameter tables")
     for name, spec in data["params"].items():
@@ -379,6 +393,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         mem_mib=mem_mib,
         processes=processes,
         naive_cpu_s=naive_cpu_s,
+        memory_check=memory_check,
         raw=data,
     )
 

@@ -81,7 +81,8 @@ def grade(
     if rejected:
         report["error"] = rejected
         report["tests"] = [_row(c, CaseOutcome(Verdict.RE, rejected), None) for c in instance.cases]
-        report["efficiency"].update(time_ok=False, memory_ok=False)
+        memory_ok = False if instance.template.memory_check else None
+        report["efficiency"].update(time_ok=False, memory_ok=memory_ok)
         return _aggregate(report, duration_s, tokens)
 
     accounting: set[str] = set()
@@ -198,11 +199,12 @@ def _grade_performance(
         raise CanaryDrift(
             f"canary took {canary_total:.3f}s net vs calibrated {calibration.efficient_s:.3f}s"
         )
-    efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)
+    memory_check = instance.template.memory_check
+    efficiency = _efficiency(perf, subs, canaries, outcomes, calibration, memory_check)
     efficiency["canary_drift"] = round(drift, 3)
     if efficiency["borderline"]:
         measure(EXTRA_ROUNDS_IF_BORDERLINE, rounds)
-        efficiency = _efficiency(perf, subs, canaries, outcomes, calibration)
+        efficiency = _efficiency(perf, subs, canaries, outcomes, calibration, memory_check)
         efficiency["remeasured"] = True
     rows = []
     for case in perf:
@@ -217,6 +219,7 @@ def _efficiency(
     canaries: dict[str, list[RunResult]],
     outcomes: dict[str, list[CaseOutcome]],
     calibration: CalibrationResult,
+    memory_check: bool = True,
 ) -> dict[str, Any]:
     n_rounds = min(len(v) for v in subs.values())
     timed_out = any(o.verdict is Verdict.TLE for v in outcomes.values() for o in v)
@@ -238,10 +241,13 @@ def _efficiency(
         for c in perf
     )
     memory_exceeded = any(o.verdict is Verdict.MLE for v in outcomes.values() for o in v)
-    memory_ok = (
+    memory_ok: bool | None = (
         outputs_ok and (not memory_exceeded) and memory_net <= calibration.memory_threshold_kib
     )
+    if not memory_check:
+        memory_ok = None  # the template declares no memory check: reported, not scored
     return {
+        "memory_check": "on" if memory_check else "off",
         "outputs_ok": outputs_ok,
         "time_ratio": None if timed_out else round(rho, 3),
         "time_threshold_ratio": round(rho_star, 3),
@@ -307,7 +313,12 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
         "checks": {"passed": 0, "total": 0},
         "visible_checks": {"passed": 0, "total": 0},
         "tests": [],
-        "efficiency": {"time_ok": False, "memory_ok": False, "borderline": False},
+        "efficiency": {
+            "time_ok": False,
+            "memory_ok": False if instance.template.memory_check else None,
+            "memory_check": "on" if instance.template.memory_check else "off",
+            "borderline": False,
+        },
         "calibration": {
             "host": calibration.host_fingerprint,
             "backend": calibration.backend,
@@ -339,7 +350,9 @@ def _aggregate(
 ) -> dict[str, Any]:
     # Hidden tests decide: the visible ones are the participant's, shown but not scored.
     checks = [t["verdict"] == Verdict.OK for t in report["tests"] if not t["visible"]]
-    checks += [bool(report["efficiency"]["time_ok"]), bool(report["efficiency"]["memory_ok"])]
+    checks.append(bool(report["efficiency"]["time_ok"]))
+    if report["efficiency"].get("memory_check", "on") == "on":
+        checks.append(bool(report["efficiency"]["memory_ok"]))
     visible = [t["verdict"] == Verdict.OK for t in report["tests"] if t["visible"]]
     report["visible_checks"] = {"passed": sum(visible), "total": len(visible)}
     passed = sum(checks)

@@ -48,6 +48,7 @@ class TemplateSpec:
     raw: dict[str, Any]  # the parsed TOML, for the instantiation tools
     processes: int = 1  # processes and threads a solution may have, itself included
     naive_cpu_s: float = 60.0  # bound on one calibration run of the naive reference
+    memory_check: bool = True  # [checks] memory: the memory check is scored
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,7 @@ ATTEMPT_COLUMNS = (
     Column("pass_all", "boolean", "Overall pass: every functional test and both efficiency checks pass.", allowed="true | false", missing=NA_UNGRADED, source="Evaluation.report.overall_pass"),  # noqa: E501
     Column("partial_pass", "number", "Share of checks passed (0-1).", allowed="0-1", missing=NA_UNGRADED, source="Evaluation.report.partial_pass"),  # noqa: E501
     Column("time_ok", "boolean", "Time-efficiency check passed.", allowed="true | false", missing=NA_UNGRADED, source="Evaluation.report.efficiency.time_ok"),  # noqa: E501
-    Column("memory_ok", "boolean", "Memory-efficiency check passed.", allowed="true | false", missing=NA_UNGRADED, source="Evaluation.report.efficiency.memory_ok"),  # noqa: E501
+    Column("memory_ok", "boolean", "Memory-efficiency check passed.", allowed="true | false", missing=NA_UNGRADED + "; or the template has no memory check", source="Evaluation.report.efficiency.memory_ok"),  # noqa: E501
     Column("grader_version", "string", "Report schema and template version that graded the trial: report-<schema>;<slug>:<version>+<content hash prefix>.", missing=NA_UNGRADED, source="Evaluation.report.schema_version, template"),  # noqa: E501
     Column("trial_id", "integer", "Internal trial id (links to the replay).", identifier_class="direct", tier="internal", source="Trial.id"),  # noqa: E501
     Column("instance_seed", "integer", "Seed of the participant's task instance.", identifier_class="direct", tier="internal", source="Trial.seed"),  # noqa: E501

@@ -243,7 +243,7 @@ def efficiency_figure(report: dict[str, Any], *, label: str = "Submission") -> g
                 x=[0],
                 y=[round(memory / 1024, 2)],
                 width=[0.4],
-                marker_color=COLOURS["ok" if efficiency.get("memory_ok") else "fail"],
+                marker_color=COLOURS["ok" if efficiency.get("memory_ok") is not False else "fail"],
                 hovertemplate="%{y:.2f} MiB<extra></extra>",
             ),
             row=1,

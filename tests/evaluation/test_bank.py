@@ -85,6 +85,8 @@ BROKEN_MANIFESTS = [
     ('track = "SDE"', 'track = "QA"', "track"),
     ('difficulty = "easy"', 'difficulty = "trivial"', "difficulty"),
     ('track = "SDE"', 'track = "SDE"\ntime_limit_min = 30', "time_limit_min"),  # the arm's now
+    ("[limits]", '[checks]\nmemory = "maybe"\n\n[limits]', "checks.memory"),
+    ("[limits]", "[checks]\ntime = false\n\n[limits]", "checks"),
     ('title = "Tiny sum"\n', "", "title"),
     ("min = 1\nmax = 9", "min = 9\nmax = 1", "params.offset"),
     ('type = "int"', 'type = "date"', "params.offset.type"),

@@ -3,6 +3,7 @@ the right verdict and a one-line message; hidden details never reach the partici
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -74,7 +75,8 @@ def test_starter_fails_and_scores_zero(sandbox: Sandbox) -> None:
     assert report["overall_pass"] is False
     assert verdicts(report) - {"OK"}
     assert report["efficiency"]["outputs_ok"] is False
-    assert report["efficiency"]["time_ok"] is report["efficiency"]["memory_ok"] is False
+    assert report["efficiency"]["time_ok"] is False
+    assert report["efficiency"]["memory_ok"] is None  # this template scores no memory check
     assert report["partial_pass"] == 0.0
 
 
@@ -95,11 +97,30 @@ def test_hard_coding_the_visible_examples_earns_nothing_for_them(sandbox: Sandbo
     report = grade_source(sandbox, cheat)
     assert report["visible_checks"] == {"passed": len(known), "total": len(known)}
     hidden = [t for t in report["tests"] if not t["visible"]]
-    assert report["checks"]["total"] == len(hidden) + 2  # visible tests are not scored
-    assert report["efficiency"]["time_ok"] is report["efficiency"]["memory_ok"] is False
+    assert report["checks"]["total"] == len(hidden) + 1  # visible tests are not scored
+    assert report["efficiency"]["time_ok"] is False
     hidden_ok = sum(t["verdict"] == "OK" for t in hidden)
     assert report["checks"]["passed"] == hidden_ok
     assert report["partial_pass"] < 0.1, report["partial_pass"]
+
+
+def test_a_memory_check_is_scored_only_where_the_template_has_one(sandbox: Sandbox) -> None:
+    inst = instance()
+    assert inst.template.memory_check is False  # [checks] memory = "off"
+    source = inst.references["efficient"].encode()
+    off = grade_like_the_service(inst, source)
+    hidden = [t for t in off["tests"] if not t["visible"]]
+    assert off["efficiency"]["memory_check"] == "off"
+    assert off["efficiency"]["memory_ok"] is None
+    assert off["efficiency"]["memory_net_kib"] >= 0  # still reported
+    assert off["checks"] == {"passed": len(hidden) + 1, "total": len(hidden) + 1}
+    with_check = dataclasses.replace(
+        inst, template=dataclasses.replace(inst.template, memory_check=True)
+    )
+    on = grade_like_the_service(with_check, source)
+    assert on["efficiency"]["memory_check"] == "on"
+    assert on["efficiency"]["memory_ok"] is True
+    assert on["checks"] == {"passed": len(hidden) + 2, "total": len(hidden) + 2}
 
 
 def test_syntax_error_is_a_runtime_error_with_the_line(sandbox: Sandbox) -> None:

@@ -75,7 +75,8 @@ def render_table(report: dict[str, Any]) -> str:
         f"efficiency: time ratio {eff.get('time_ratio')} "
         f"(threshold {eff.get('time_threshold_ratio')}) "
         f"{'ok' if eff['time_ok'] else 'FAIL'}; memory {eff.get('memory_net_kib')} KiB "
-        f"(threshold {eff.get('memory_threshold_kib')}) {'ok' if eff['memory_ok'] else 'FAIL'}"
+        f"(threshold {eff.get('memory_threshold_kib')}) "
+        + ("not scored" if eff["memory_ok"] is None else "ok" if eff["memory_ok"] else "FAIL")
         + ("; borderline" if eff.get("borderline") else "")
     )
     lines.append(

@@ -18,9 +18,10 @@ from evaluation.spec import Instance, TemplateSpec
 
 class Command(BaseCommand):
     help = (
-        "For every template and seed: the instance renders; the starter fails; the efficient "
-        "reference passes everything; the naive reference passes every functional test and "
-        "fails efficiency; instances differ across seeds. Exit 1 on any failure."
+        "For every template and seed: the instance renders; the starter fails (and scores a "
+        "partial pass of 0); the efficient reference passes everything; the naive reference "
+        "passes every functional test and fails efficiency; a scored memory check can fail "
+        "the naive reference; instances differ across seeds. Exit 1 on any failure."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -106,6 +107,7 @@ class Command(BaseCommand):
                 instance, instance.references["efficient"].encode(), sandbox=sandbox
             )
             naive = grade_instance(instance, instance.references["naive"].encode(), sandbox=sandbox)
+            graded_starter = grade_instance(instance, starter, sandbox=sandbox)
         except GradingUnavailable as exc:
             return [*problems, f"seed {seed}: {exc}"]
         if not efficient["overall_pass"]:
@@ -118,5 +120,17 @@ class Command(BaseCommand):
             problems.append(
                 f"seed {seed}: the naive reference passes the efficiency check "
                 f"(ratio {naive['efficiency']['time_ratio']})"
+            )
+        if graded_starter["partial_pass"] > 0:
+            problems.append(
+                f"seed {seed}: the starter scores a partial pass of "
+                f"{graded_starter['partial_pass']} (it must score 0)"
+            )
+        if instance.template.memory_check and naive["efficiency"]["memory_ok"]:
+            problems.append(
+                f"seed {seed}: the memory check can never fail: the naive reference uses "
+                f"{naive['efficiency']['memory_net_kib']} KiB net, under the threshold of "
+                f"{naive['efficiency']['memory_threshold_kib']} KiB; declare [checks] memory = "
+                '"off" or give a naive reference that exceeds it'
             )
         return problems
