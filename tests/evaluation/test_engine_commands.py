@@ -91,3 +91,26 @@ def test_missing_solution_file_exits_2(tmp_path: Path) -> None:
             str(tmp_path / "nope.py"),
         )
     assert excinfo.value.returncode == 2
+
+
+@pytest.mark.timeout(300)  # four templates, one calibration each (~25 s)
+def test_calibrate_all_measures_each_distinct_input_once_and_stores_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evaluation.bank import known_slugs
+    from evaluation.models import Calibration
+
+    call_command("calibrate", "--all")
+    out = capsys.readouterr().out
+    for slug in known_slugs():
+        assert f"{slug} seed 1: calibration" in out
+    assert f"{len(known_slugs())} distinct performance inputs in" in out
+    assert Calibration.objects.count() == len(known_slugs())
+    call_command("calibrate", "--all")  # again: every calibration is reused, none measured
+    assert Calibration.objects.count() == len(known_slugs())
+
+
+def test_calibrate_needs_a_template_or_all() -> None:
+    with pytest.raises(CommandError, match="--all") as excinfo:
+        call_command("calibrate")
+    assert excinfo.value.returncode == 2

@@ -1,13 +1,18 @@
-"""``manage.py calibrate --template SLUG [--seed N] [--force]``."""
+"""``manage.py calibrate --template SLUG [--seed N] [--force]`` or ``calibrate --all [--seeds N]``
+(every template of the bank, seeds 1..N, each distinct set of performance inputs once: what a
+deployment runs at set-up so that no participant's first grading waits for a calibration)."""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.management.commands._common import load_instance, open_sandbox
+from evaluation.bank import known_slugs
+from evaluation.calibration import perf_fingerprint
+from evaluation.management.commands._common import load_instance, open_sandbox, usage_error
 from evaluation.services import GradingUnavailable, get_or_create_calibration
 
 
@@ -18,12 +23,21 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--template", required=True)
+        parser.add_argument("--template", help="Template slug (or --all).")
+        parser.add_argument(
+            "--all", action="store_true", help="Every template of the bank (seeds 1..--seeds)."
+        )
+        parser.add_argument("--seeds", type=int, default=1, help="With --all: seeds 1..N.")
         parser.add_argument("--seed", type=int, default=1, help="Instance whose inputs to use.")
         parser.add_argument("--force", action="store_true", help="Measure again.")
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["all"]:
+            self.calibrate_all(options["seeds"], options["force"])
+            return
+        if not options["template"]:
+            raise usage_error("Name a template (--template SLUG) or use --all.")
         instance = load_instance(options["template"], options["seed"])
         try:
             record = get_or_create_calibration(instance, open_sandbox(), force=options["force"])
@@ -45,3 +59,35 @@ class Command(BaseCommand):
                 f"{t['naive_net_s']:.3f}s{capped}, hard limit {t['hard_cpu_s']}s"
             )
         self.stdout.write(result.message)
+
+    def calibrate_all(self, seeds: int, force: bool) -> None:
+        if not 1 <= seeds <= 1000:
+            raise usage_error("--seeds must be from 1 to 1000.")
+        sandbox = open_sandbox()
+        seen: set[str] = set()
+        failed: list[str] = []
+        started = time.monotonic()
+        for slug in known_slugs():
+            for seed in range(1, seeds + 1):
+                instance = load_instance(slug, seed)
+                key = perf_fingerprint(instance)
+                if key in seen:  # same performance inputs: the calibration is shared
+                    continue
+                seen.add(key)
+                began = time.monotonic()
+                try:
+                    record = get_or_create_calibration(instance, sandbox, force=force)
+                except GradingUnavailable as exc:
+                    failed.append(f"{slug} seed {seed}: {exc}")
+                    self.stderr.write(f"{slug} seed {seed}: {exc}")
+                    continue
+                self.stdout.write(
+                    f"{slug} seed {seed}: calibration {record.row.pk}, threshold ratio "
+                    f"{record.result.threshold_ratio:.2f} ({record.result.threshold_source}), "
+                    f"{time.monotonic() - began:.1f} s"
+                )
+        self.stdout.write(
+            f"{len(seen)} distinct performance inputs in {time.monotonic() - started:.1f} s."
+        )
+        if failed:
+            raise CommandError(f"{len(failed)} calibration(s) failed: " + "; ".join(failed))
