@@ -33,12 +33,14 @@ or, when the batch itself cannot run, ``{"protocol": 2, "error": "<one sentence>
 
 Per run (mode ``bwrap``): a fresh 0700 RUNDIR holds the spec's files, which are bound read-only
 at ``/sandbox/<name>``; bwrap gets a seccomp denylist (``seccomp_bpf.py``), a size-limited
-``/tmp``, no ``/proc``, only the interpreter, its standard library and shared libraries from
-``/usr``, and ``prlimit --nproc`` inside the user namespace (counted per namespace). The run
-joins its own cgroup (``cgroups.py``) before bwrap starts, so CPU, peak memory and the process
-count are the whole tree's; ``supervise.py`` watches CPU, wall and output from outside and
-SIGKILLs the program (never bwrap) on overrun. If started as root, the runner first delegates
-the cgroups and drops to uid/gid 65534 with ``no_new_privs``, so no sandboxed code runs as root.
+``/tmp``, no ``/proc``, and only the interpreter, its standard library and shared libraries from
+``/usr``. The run joins its own cgroup (``cgroups.py``) before bwrap starts (its process is
+spawned while the previous run runs), so CPU, peak memory and the process count (a ``pids``
+limit) are the whole tree's; without a cgroup, ``prlimit --nproc`` inside the user namespace
+(counted per namespace) allows the solution no child process at all. ``supervise.py`` watches
+CPU, wall and output from outside and SIGKILLs the program (never bwrap) on overrun. If started
+as root, the runner first delegates the cgroups and drops to uid/gid 65534 with
+``no_new_privs``, so no sandboxed code runs as root.
 Mode ``unsafe`` runs the same programs with rlimits only (NOT a sandbox, developer machines);
 mode ``docker`` runs inside a throw-away container as root and drops each child to 65534.
 """
