@@ -24,6 +24,7 @@ from study.admin_scope import ScopedAdminMixin, ScopedChoicesMixin
 from study.assignment.balance import balance_view
 from study.audit import retention
 from study.configuration import services
+from study.configuration.snapshots import ARM_FIELDS
 from study.enrolment.admin import create_participants_view
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
 from study.models.config import all_submission_channels
@@ -45,16 +46,7 @@ class ArmForm(forms.ModelForm):
 
     class Meta:
         model = Arm
-        fields = (
-            "condition",
-            "name",
-            "ai_mode",
-            "ide",
-            "time_limit_min",
-            "model",
-            "token_cap",
-            "submission_channels",
-        )
+        fields = ("condition", *ARM_FIELDS)
 
 
 class ArmInline(ScopedChoicesMixin, admin.StackedInline):
