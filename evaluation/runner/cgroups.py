@@ -73,6 +73,20 @@ def _read_int(path: str) -> int:
         return int(handle.read().split()[0])
 
 
+def _keyed(path: str, key: str) -> int | None:
+    """The value of ``key`` in a flat-keyed cgroup file (``cpu.stat``, ``memory.events``,
+    ``memory.oom_control``: one ``key value`` per line); None when absent or unreadable."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 class Layout:
     """Where this runner's per-run cgroups go: ``parents`` maps hierarchy -> delegated dir."""
 
@@ -197,17 +211,12 @@ class RunGroup:
         return [os.path.join(path, "cgroup.procs") for path in dict.fromkeys(self.dirs.values())]
 
     def cpu_s(self) -> float:
-        try:
-            if self.kind == V1:
+        if self.kind == V1:
+            try:
                 return _read_int(self._file("cpuacct", "cpuacct.usage")) / 1e9
-            with open(self._file("", "cpu.stat"), encoding="ascii") as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "usage_usec":
-                        return int(value) / 1e6
-        except (OSError, ValueError):
-            pass
-        return 0.0
+            except (OSError, ValueError):
+                return 0.0
+        return (_keyed(self._file("", "cpu.stat"), "usage_usec") or 0) / 1e6
 
     def peak_kib(self) -> int:
         name = ("memory", "memory.max_usage_in_bytes") if self.kind == V1 else ("", "memory.peak")
@@ -219,15 +228,7 @@ class RunGroup:
     def oom_killed(self) -> bool:
         """The kernel killed something in the run for reaching the memory limit."""
         name = ("memory", "memory.oom_control") if self.kind == V1 else ("", "memory.events")
-        try:
-            with open(self._file(*name), encoding="ascii") as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill" and int(value) > 0:
-                        return True
-        except (OSError, ValueError):
-            pass
-        return False
+        return (_keyed(self._file(*name), "oom_kill") or 0) > 0
 
     def _members(self) -> list[int]:
         key = "pids" if self.kind == V1 else ""
@@ -297,26 +298,10 @@ class ContainerGroup:
         )
 
     def _usage(self) -> float:
-        try:
-            with open(os.path.join(self.ROOT, "cpu.stat"), encoding="ascii") as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "usage_usec":
-                        return int(value) / 1e6
-        except (OSError, ValueError):
-            pass
-        return 0.0
+        return (_keyed(os.path.join(self.ROOT, "cpu.stat"), "usage_usec") or 0) / 1e6
 
     def _oom_kills(self) -> int:
-        try:
-            with open(os.path.join(self.ROOT, "memory.events"), encoding="ascii") as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
+        return _keyed(os.path.join(self.ROOT, "memory.events"), "oom_kill") or 0
 
     def procs_files(self) -> list[str]:
         return []  # the whole container is the group
