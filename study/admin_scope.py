@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import ForeignKey, ManyToManyField, QuerySet
+from django.db.models import ForeignKey, ManyToManyField, Model, QuerySet
 from django.http import HttpRequest
 
 from study.access import is_study_owned, scope_for_researcher
@@ -33,18 +33,25 @@ class ScopedChoicesMixin:
     def formfield_for_foreignkey(
         self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
     ) -> Any:
-        related = db_field.related_model
-        if "queryset" not in kwargs and isinstance(related, type) and is_study_owned(related):
-            kwargs["queryset"] = scope_for_researcher(request.user, related._default_manager.all())
+        _scope_choices(db_field.related_model, request, kwargs)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)  # type: ignore[misc]
 
     def formfield_for_manytomany(
         self, db_field: ManyToManyField[Any, Any], request: HttpRequest, **kwargs: Any
     ) -> Any:
-        related = db_field.related_model
-        if "queryset" not in kwargs and isinstance(related, type) and is_study_owned(related):
-            kwargs["queryset"] = scope_for_researcher(request.user, related._default_manager.all())
+        _scope_choices(db_field.related_model, request, kwargs)
         return super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
+
+
+def _scope_choices(related: Any, request: HttpRequest, kwargs: dict[str, Any]) -> None:
+    """Offer only the researcher's studies' rows of a study-owned related model."""
+    if (
+        "queryset" not in kwargs
+        and isinstance(related, type)
+        and issubclass(related, Model)
+        and is_study_owned(related)
+    ):
+        kwargs["queryset"] = scope_for_researcher(request.user, related._default_manager.all())
 
 
 class ScopedAdminMixin(ScopedChoicesMixin):
