@@ -20,7 +20,7 @@ from evaluation.sandbox.base import RunResult, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
 from evaluation.verdicts import CaseOutcome, Verdict, judge
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 MAX_SOURCE_BYTES = 256 * 1024
 PERF_ROUNDS = 3
 EXTRA_ROUNDS_IF_BORDERLINE = 2
