@@ -235,7 +235,10 @@ class Spawned:
             os.close(fd)
 
     def go(self) -> None:
-        os.write(self.go_w, b"!")
+        # A child that could not even join its cgroup has exited (its reason on stderr): the
+        # write then fails, and the run ends as the sandbox error it is.
+        with contextlib.suppress(OSError):
+            os.write(self.go_w, b"!")
         os.close(self.go_w)
 
     def cancel(self) -> None:
