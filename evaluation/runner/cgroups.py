@@ -30,6 +30,7 @@ QUOTA_PERIOD_US = 20_000  # CPU quota period: short, so short runs are throttled
 V2_CONTROLLERS = ("memory", "pids")
 PARENT = "haieval"
 KILL_WAIT_S = 2.0
+STALE_S = 3600  # older than the longest batch: a run cgroup no runner will use again
 V1, V2 = "cgroup-v1", "cgroup-v2"
 
 
@@ -149,6 +150,18 @@ def _hand_over(path: str, uid: int, files: tuple[str, ...]) -> None:
     os.chown(path, uid, uid)
     for name in files:
         os.chown(os.path.join(path, name), uid, uid)
+    _sweep(path)
+
+
+def _sweep(parent: str) -> None:
+    """Remove run cgroups a killed runner left behind: empty ones (rmdir refuses others) older
+    than any run (a young one may belong to a runner that is about to use it)."""
+    too_old = time.time() - STALE_S
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            if entry.name.startswith("run-") and entry.stat().st_mtime < too_old:
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
 
 
 def _join_v2_leaf(parent: str) -> None:
