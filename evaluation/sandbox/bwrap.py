@@ -112,11 +112,23 @@ def encode_batch(
                     "harness_processes": spec.harness_processes,
                     "out_cap": spec.out_cap,
                     "tmpfs_mib": spec.tmpfs_mib,
+                    "threads": spec.threads,
+                    **_runtime_field(spec),
                 }
                 for spec in specs
             ],
         }
     ).encode()
+
+
+def _runtime_field(spec: RunSpec) -> dict[str, object]:
+    """The runner's ``runtime`` field: the runtime's host directory, for runtimes with packages."""
+    from evaluation.runtimes import get_runtime, install_dir
+
+    if get_runtime(spec.runtime).lock is None:
+        return {}
+    directory = spec.runtime_dir or str(install_dir(spec.runtime))
+    return {"runtime": {"name": spec.runtime, "dir": directory}}
 
 
 def sandbox_errors(specs: list[RunSpec], detail: str, backend: str, fp: str) -> list[RunResult]:
