@@ -238,3 +238,15 @@ def test_healthz_reports_each_runtime(client: Client, settings: Any, tmp_path: P
     # No shipped template uses the data runtime (yet): a warning, not an error.
     assert data["status"] == "warning"
     assert check["status"] == "warning"
+
+
+def test_the_unsafe_developer_backend_finds_the_runtime_too(
+    data_runtime: Path, settings: Any
+) -> None:
+    settings.DEBUG = True  # the unsafe backend is a developer's, refused otherwise
+    spec = call_spec(DATA_SOLUTION, "fit", [[1, 2, 3]], runtime=DATA, cpu_s=10)
+    (result,) = get_sandbox("unsafe").run_batch([spec])
+    reply = parse_reply(result)
+    assert reply["ok"], (reply, result.stderr_tail)
+    assert reply["result"]["total"] == 6
+    assert reply["result"]["blas_env"] == "1"
