@@ -6,8 +6,11 @@ packages that lock pins, installed once at set-up (``python -m evaluation.runtim
 --all``) into ``<EVALUATION_RUNTIMES_DIR>/<name>/site-packages``, read-only, and bound read-only
 at ``/runtime/<name>`` in the sandbox of each run that uses it.
 
-No Django needed: the engine also runs from plain Python (then the directory is ``var/runtimes``
-under the repository, or ``$EVALUATION_RUNTIMES_DIR``).
+No Django needed: the engine also runs from plain Python (then ``$EVALUATION_RUNTIMES_DIR`` or
+the default). The default is ``var/runtimes`` in the repository, unless the sandbox's uid 65534
+cannot reach it (bubblewrap opens the directory as that uid, so every parent must be
+world-searchable; a checkout under ``/root`` is not): then ``/var/lib/haieval/runtimes/<hash of
+the repository path>`` (root's, as the runner is).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +30,7 @@ REPO_DIR = PACKAGE_DIR.parent.parent
 SYSTEM_PYTHON = "/usr/bin/python3.11"
 DEFAULT_RUNTIME = "python3.11-stdlib"
 SANDBOX_ROOT = "/runtime"  # where a runtime's directory appears inside the sandbox
+SYSTEM_DIR = Path("/var/lib/haieval/runtimes")  # the default for unreachable checkouts
 STAMP = ".lock-sha256"
 
 
@@ -88,6 +93,18 @@ def get_runtime(name: str) -> Runtime:
         raise KeyError(f"Unknown runtime {name!r}; it must be one of {known}.") from None
 
 
+def unreachable_parent(path: Path) -> Path | None:
+    """The first existing parent of ``path`` that other users (uid 65534) cannot search."""
+    for parent in reversed(path.parents):
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            break  # not created yet: install makes it 0755
+        if not mode & stat.S_IXOTH:
+            return parent
+    return None
+
+
 def runtimes_dir() -> Path:
     """The directory runtimes are installed under (setting ``EVALUATION_RUNTIMES_DIR``)."""
     from django.conf import settings
@@ -97,7 +114,12 @@ def runtimes_dir() -> Path:
     except ImproperlyConfigured:  # plain Python, no settings
         configured = None
     configured = configured or os.environ.get("EVALUATION_RUNTIMES_DIR")
-    return Path(configured).resolve() if configured else REPO_DIR / "var" / "runtimes"
+    if configured:
+        return Path(configured).resolve()
+    default = REPO_DIR / "var" / "runtimes"
+    if unreachable_parent(default) is None:
+        return default
+    return SYSTEM_DIR / hashlib.sha256(str(REPO_DIR).encode()).hexdigest()[:12]
 
 
 def install_dir(name: str) -> Path:
@@ -119,6 +141,13 @@ def state(name: str) -> tuple[State, str]:
         return State.MISSING, (
             f"The runtime {name} is not installed in {directory}; run `{command}` "
             "(./dev run and ./dev test do it)."
+        )
+    blocked = unreachable_parent(directory)
+    if blocked is not None:
+        return State.MISSING, (
+            f"The runtime {name} in {directory} cannot be reached by the sandbox's uid 65534 "
+            f"({blocked} is not searchable by others); set EVALUATION_RUNTIMES_DIR elsewhere "
+            "or `chmod o+x` it."
         )
     if stamp != runtime.lock_sha256:
         return State.STALE, (

@@ -17,7 +17,15 @@ import sys
 import time
 from pathlib import Path
 
-from evaluation.runtimes import STAMP, Runtime, State, get_runtime, install_dir, state
+from evaluation.runtimes import (
+    STAMP,
+    Runtime,
+    State,
+    get_runtime,
+    install_dir,
+    state,
+    unreachable_parent,
+)
 
 PIP_TARGET = (
     "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
@@ -62,6 +70,12 @@ def install(name: str, *, quiet: bool = True) -> tuple[bool, str]:
     target = install_dir(name)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(target.parent, 0o755)  # noqa: S103 - the sandbox uid must reach it
+    blocked = unreachable_parent(target)
+    if blocked is not None:
+        raise InstallError(
+            f"The sandbox's uid 65534 could not reach the runtime {name} in {target} ({blocked} "
+            "is not searchable by others); set EVALUATION_RUNTIMES_DIR elsewhere."
+        )
     started = time.monotonic()
     building = target.parent / f".{name}.partial-{os.getpid()}"
     remove_tree(building)

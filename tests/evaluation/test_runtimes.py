@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,16 @@ def fit(xs):
 def data_runtime() -> Path:
     install(DATA)  # no-op while the stamp matches (set-up installed it)
     return runtimes.install_dir(DATA)
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """An empty directory the sandbox's uid can reach (pytest's tmp_path lies under a 0700
+    directory)."""
+    path = Path(tempfile.mkdtemp(prefix="haieval-rt-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
 
 
 def _run(source: str, entry: str, args: list[Any], **limits: Any) -> dict[str, Any]:
@@ -134,7 +147,8 @@ def _stamp(directory: Path, text: str) -> None:
     (directory / DATA / runtimes.STAMP).write_text(text + "\n")
 
 
-def test_state_is_missing_then_stale_then_installed(tmp_path: Path, settings: Any) -> None:
+def test_state_is_missing_then_stale_then_installed(open_dir: Path, settings: Any) -> None:
+    tmp_path = open_dir
     settings.EVALUATION_RUNTIMES_DIR = str(tmp_path)
     current, sentence = state(DATA)
     assert current is State.MISSING
@@ -152,6 +166,21 @@ def test_state_is_missing_then_stale_then_installed(tmp_path: Path, settings: An
     (tmp_path / DATA / runtimes.STAMP).write_text(hashlib.sha256(lock.read_bytes()).hexdigest())
     assert state(DATA)[0] is State.INSTALLED
     assert state(STDLIB)[0] is State.INSTALLED  # nothing to install
+
+
+def test_a_runtime_the_sandbox_uid_cannot_reach_is_not_installed(
+    tmp_path: Path, settings: Any
+) -> None:
+    # pytest's base temporary directory is 0700: bubblewrap, running as uid 65534, could not
+    # open a runtime below it, so it never counts as installed.
+    lock = runtimes.get_runtime(DATA).lock
+    assert lock is not None
+    _stamp(tmp_path, hashlib.sha256(lock.read_bytes()).hexdigest())
+    settings.EVALUATION_RUNTIMES_DIR = str(tmp_path)
+    current, sentence = state(DATA)
+    assert current is State.MISSING
+    assert "cannot be reached by the sandbox's uid 65534" in sentence
+    assert "is not searchable by others" in sentence
 
 
 def test_install_is_a_no_op_once_installed(data_runtime: Path) -> None:
@@ -202,12 +231,10 @@ def test_a_data_template_runs_its_cases_on_its_runtime(tmp_path: Path, data_runt
 
 
 def test_grading_a_template_whose_runtime_is_missing_is_refused(
-    tmp_path: Path, settings: Any
+    tmp_path: Path, open_dir: Path, settings: Any
 ) -> None:
     instance = _data_instance(tmp_path / "bank")
-    empty = tmp_path / "runtimes"
-    empty.mkdir()
-    settings.EVALUATION_RUNTIMES_DIR = str(empty)
+    settings.EVALUATION_RUNTIMES_DIR = str(open_dir)  # nothing installed there
     source = instance.references["efficient"].encode()
     with pytest.raises(GradingUnavailable) as caught:
         grade_instance(instance, source, sandbox=get_sandbox("bwrap"))
@@ -225,8 +252,8 @@ def test_the_perf_fingerprint_includes_the_runtime(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db
-def test_healthz_reports_each_runtime(client: Client, settings: Any, tmp_path: Path) -> None:
-    settings.EVALUATION_RUNTIMES_DIR = str(tmp_path)  # nothing installed here
+def test_healthz_reports_each_runtime(client: Client, settings: Any, open_dir: Path) -> None:
+    settings.EVALUATION_RUNTIMES_DIR = str(open_dir)  # nothing installed here
     response = client.get("/healthz/")
     assert response.status_code == 200  # only the database makes it 503
     check = response.json()["checks"]["runtimes"]
