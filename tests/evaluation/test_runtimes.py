@@ -277,3 +277,18 @@ def test_the_unsafe_developer_backend_finds_the_runtime_too(
     assert reply["ok"], (reply, result.stderr_tail)
     assert reply["result"]["total"] == 6
     assert reply["result"]["blas_env"] == "1"
+
+
+def test_worker_start_up_logs_each_runtimes_state(
+    caplog: pytest.LogCaptureFixture, settings: Any, open_dir: Path
+) -> None:
+    from config.celery_app import _refuse_without_sandbox
+
+    settings.EVALUATION_SANDBOX_BACKEND = "bwrap"
+    settings.EVALUATION_RUNTIMES_DIR = str(open_dir)
+    with caplog.at_level("INFO", logger="config.celery_app"):
+        _refuse_without_sandbox()  # the worker_init handler: the sandbox works, so it starts
+    lines = {r.getMessage().split(":")[0]: r.levelname for r in caplog.records}
+    assert lines["task runtime python3.11-stdlib"] == "INFO"
+    assert lines["task runtime python3.11-data"] == "WARNING"  # missing, but no template uses it
+    assert any("python -m evaluation.runtimes install" in r.getMessage() for r in caplog.records)
