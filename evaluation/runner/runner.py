@@ -16,7 +16,7 @@ Protocol (version 2). Standard input (or the file after ``--batch``) is one JSON
 ``threads`` (default 1) is what ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and the like say
 in the program's environment. An optional ``runtime`` names a task runtime's host directory
 (``site-packages`` inside), bound read-only at ``/runtime/<name>`` for that run only (mode
-``unsafe``: linked at ``<rundir>/runtime/<name>``; mode ``docker``: the image has it there).
+``unsafe``: linked at ``<rundir>/runtime/<name>``; mode ``docker``: the backend mounts it there).
 
 ``processes`` is how many processes and threads the solution's own tree may have (1: none
 besides itself); ``harness_processes`` (default 0) are the harness's own on top (1 in unittest
