@@ -93,6 +93,22 @@ def _refuse_without_sandbox(**_: Any) -> None:
         )
     else:
         logger.info("grading sandbox: %s", report.get("detail"))
+    _log_runtimes()
+
+
+def _log_runtimes() -> None:
+    """Each task runtime's state; a missing one a shipped template needs is an error (its
+    submissions are refused with that sentence), but the worker still grades the others."""
+    try:
+        from evaluation.health import runtimes_status
+
+        report = runtimes_status()
+    except Exception:  # reported, never fatal for the worker
+        logger.exception("could not check the task runtimes")
+        return
+    for name, entry in report["runtimes"].items():
+        level = {"ok": logging.INFO, "warning": logging.WARNING}.get(entry["status"], logging.ERROR)
+        logger.log(level, "task runtime %s: %s (%s)", name, entry["state"], entry["detail"])
 
 
 @signals.worker_ready.connect

@@ -24,7 +24,7 @@ from django.views.decorators.cache import never_cache
 
 from config.celery_app import HEARTBEAT_KEY_PREFIX
 from config.celery_app import app as celery_app
-from evaluation.health import sandbox_status
+from evaluation.health import runtimes_status, sandbox_status
 
 Check = dict[str, Any]
 
@@ -103,6 +103,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "channel_layer": check_channel_layer,
     "worker": check_worker,
     "sandbox": check_sandbox,
+    "runtimes": runtimes_status,  # task runtimes installed on this host (same image as workers)
 }
 
 

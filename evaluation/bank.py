@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from evaluation.runtimes import DEFAULT_RUNTIME, REGISTRY
 from evaluation.spec import TemplateSpec
 
 BANK_DIR = Path(__file__).resolve().parent / "bank"
@@ -63,6 +64,7 @@ _TOP_LEVEL = {
     "names": True,
     "summary": False,
     "checks": False,
+    "runtime": False,
 }
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
@@ -371,6 +373,13 @@ def parse_template(directory: Path) -> TemplateSpec:
         raise _fail(where, "difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
     cpu_s, mem_mib, processes, naive_cpu_s = _check_limits(where, data["limits"])
     memory_check = _check_checks(where, data.get("checks", {}))
+    runtime = data.get("runtime", DEFAULT_RUNTIME)
+    if not isinstance(runtime, str) or runtime not in REGISTRY:
+        raise _fail(
+            where,
+            "runtime",
+            f"names no known task runtime ({runtime!r}); it must be one of {', '.join(REGISTRY)}",
+        )
     if not isinstance(data["params"], dict):
         raise _fail(where, "params", "must be a table of parameter tables")
     for name, spec in data["params"].items():
@@ -394,6 +403,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         processes=processes,
         naive_cpu_s=naive_cpu_s,
         memory_check=memory_check,
+        runtime=runtime,
         raw=data,
     )
 

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evaluation.runs import case_spec, empty_solution, run_with_retries
+from evaluation.runtimes import DEFAULT_RUNTIME, get_runtime
 from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
 from evaluation.verdicts import Verdict, judge
@@ -84,9 +85,15 @@ class CalibrationResult:
 
 
 def perf_fingerprint(instance: Instance) -> str:
-    """Identifies the performance inputs: instances that share them share a calibration."""
+    """Identifies the performance inputs: instances that share them share a calibration.
+    The task runtime and its lock file are part of it (other packages, other timings)."""
     payload = [[c.name, c.args, c.kwargs] for c in instance.cases if c.kind == "performance"]
-    blob = json.dumps([instance.template.content_hash, payload], sort_keys=True)
+    runtime = instance.template.runtime
+    if runtime == DEFAULT_RUNTIME:  # the value calibrations before task runtimes carry
+        blob = json.dumps([instance.template.content_hash, payload], sort_keys=True)
+    else:
+        lock = get_runtime(runtime).lock_sha256
+        blob = json.dumps([instance.template.content_hash, payload, runtime, lock], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""Sandbox availability for ``/healthz/``."""
+"""Sandbox and task-runtime availability for ``/healthz/``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,22 @@ from typing import Any
 
 from django.conf import settings
 
+from evaluation.bank import BankError, list_templates
+from evaluation.runtimes import DEFAULT_RUNTIME, statuses
 from evaluation.sandbox import get_sandbox
+
+
+def runtimes_status() -> dict[str, Any]:
+    """Each task runtime's state. A runtime a shipped template names is ``error`` when missing
+    or stale; one no template names only ``warning``."""
+    try:
+        used = {spec.runtime for spec in list_templates()}
+    except BankError:  # a broken bank is validate_bank's to report: count every runtime used
+        used = None
+    report = statuses(used)
+    worst = {entry["status"] for entry in report.values()}
+    status = "error" if "error" in worst else ("warning" if "warning" in worst else "ok")
+    return {"status": status, "default": DEFAULT_RUNTIME, "runtimes": report}
 
 
 def sandbox_status() -> dict[str, Any]:

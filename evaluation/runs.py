@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
+from evaluation.runtimes import blas_threads
 from evaluation.sandbox import call_spec
 from evaluation.sandbox import unittest_spec as sandbox_unittest_spec
 from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
@@ -35,8 +37,19 @@ def case_spec(
         case.kwargs,
         cpu_s=cpu_s,
         mem_mib=mem_mib,
-        processes=instance.template.processes,
+        **runtime_limits(instance),
     )
+
+
+def runtime_limits(instance: Instance) -> dict[str, Any]:
+    """The template's runtime, its process allowance, and the BLAS/OpenMP threads that fit in
+    it (one unless the template allows more processes, see ``blas_threads``)."""
+    template = instance.template
+    return {
+        "processes": template.processes,
+        "runtime": template.runtime,
+        "threads": blas_threads(template.processes),
+    }
 
 
 def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: int) -> RunSpec:
@@ -50,7 +63,7 @@ def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: i
         instance.participant_files["test_visible.py"],
         cpu_s=cpu_s,
         mem_mib=mem_mib,
-        processes=instance.template.processes,
+        **runtime_limits(instance),
     )
     extra = {
         name: text.encode()

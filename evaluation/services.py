@@ -19,6 +19,7 @@ from evaluation.calibration import CalibrationError, CalibrationResult, calibrat
 from evaluation.grading import CanaryDrift, grade
 from evaluation.instances import get_instance
 from evaluation.models import Calibration, Evaluation, Submission, TaskInstance, TaskTemplate
+from evaluation.runtimes import RuntimeMissing, require_runtime
 from evaluation.sandbox import get_sandbox
 from evaluation.sandbox.base import Sandbox
 from evaluation.spec import Instance, TemplateSpec
@@ -63,11 +64,21 @@ def record_instance(instance: Instance) -> TaskInstance:
     return row
 
 
+def check_runtime(instance: Instance) -> None:
+    """Refuse to calibrate or grade when the template's runtime is missing or stale: a solution
+    is never judged on the wrong interpreter."""
+    try:
+        require_runtime(instance.template.runtime)
+    except RuntimeMissing as exc:
+        raise GradingUnavailable(f"{instance.template.slug} cannot be graded here: {exc}") from exc
+
+
 def get_or_create_calibration(
     instance: Instance, sandbox: Sandbox, *, force: bool = False
 ) -> CalibrationRecord:
     """The newest valid calibration for this performance input, host and backend; measures a
     new one when there is none (or ``force``). Raises GradingUnavailable if it is rejected."""
+    check_runtime(instance)
     template = record_template(instance.template)
     key = {
         "template": template,
@@ -212,6 +223,7 @@ def grade_instance(
     fresh calibration and grade again; if that drifts too (a busy host), the verdict rests on
     the canary ratio, which is measured side by side and so stays fair, and the report's
     ``efficiency.canary_drift`` shows how far off the host was."""
+    check_runtime(instance)
     record = get_or_create_calibration(instance, sandbox)
     options: dict[str, Any] = {
         "duration_s": duration_s,

@@ -49,6 +49,7 @@ class TemplateSpec:
     processes: int = 1  # processes and threads a solution may have, itself included
     naive_cpu_s: float = 60.0  # bound on one calibration run of the naive reference
     memory_check: bool = True  # [checks] memory: the memory check is scored
+    runtime: str = "python3.11-stdlib"  # the task runtime (evaluation/runtimes) solutions run on
 
 
 @dataclass(frozen=True)

@@ -283,6 +283,10 @@ EVALUATION_CGROUPS = env.bool("EVALUATION_CGROUPS", default=True)
 # At most this share of one CPU for each sandboxed run (a cgroup CPU quota), e.g. 0.5 on a
 # shared host; unset: no quota. Grading judges CPU time, which a quota does not change.
 EVALUATION_CPU_QUOTA = env.float("EVALUATION_CPU_QUOTA", default=None)
+# Where task runtimes (evaluation/runtimes) are installed, one read-only directory each;
+# `python -m evaluation.runtimes install --all` (run by ./dev) fills it. Unset: var/runtimes in
+# the repository, or /var/lib/haieval/runtimes/<hash> when the sandbox's uid cannot reach that.
+EVALUATION_RUNTIMES_DIR = env.str("EVALUATION_RUNTIMES_DIR", default=None)
 CELERY_TASK_ROUTES = {"evaluation.grade_submission": {"queue": "judge"}}
 # Grading a submission runs many sandboxed processes; a stuck task is killed after this.
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)

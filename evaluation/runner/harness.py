@@ -21,7 +21,7 @@ even through C-level recursion, so deep recursion ends in a clean ``RecursionErr
 Mode ``call``::
 
     {"mode": "call", "module_file": "/sandbox/solution.py", "entry": "two_sum",
-     "args": [...], "kwargs": {...}}
+     "args": [...], "kwargs": {...}, "path": ["/runtime/python3.11-data/site-packages"]}
     -> {"ok": true, "result": <json>}
     -> {"ok": false, "error": "<code>", "message": "<one line for the participant>"}
 
@@ -31,6 +31,9 @@ Mode ``unittest``::
     (run from /sandbox, read-only, with /sandbox on sys.path)
     -> unittest's verbose text output, then
        {"ok": true, "tests_run": n, "failures": f, "errors": e, "skipped": s}
+
+``path`` (optional, both modes): directories put first on ``sys.path`` before any participant
+code is imported, a task runtime's packages (``-I`` ignores ``PYTHONPATH``).
 
 Error codes: ``BadRequest``, ``EncodingError``, ``SyntaxError``, ``MissingEntryPoint``,
 ``Exception`` (raised by the solution at import or call time), ``RecursionError``,
@@ -247,10 +250,27 @@ def do_unittest(request: dict[str, Any], result_fd: int) -> str:  # result_fd: t
     return json_dumps(counts) + "\n"
 
 
+def _add_paths(paths: object) -> None:
+    """Put a task runtime's site-packages first on sys.path (``/runtime/...``; without that
+    mount, the unsafe backend's ``<rundir>/runtime/...`` beside this file's directory)."""
+    if not isinstance(paths, list):
+        raise HarnessError("BadRequest", "the request's 'path' must be a list of directories")
+    for path in reversed(paths):
+        if not isinstance(path, str) or not path.startswith("/runtime/"):
+            raise HarnessError("BadRequest", "a 'path' entry must lie under /runtime/")
+        if not os.path.isdir("/runtime"):
+            path = os.path.join(os.path.dirname(HERE), path[1:])
+        sys.path.insert(0, path)
+
+
 def handle(request: object, result_fd: int) -> tuple[str, str]:
     """Return (reply line, stderr note); a non-empty note means "exit 1 with this on stderr"."""
     if not isinstance(request, dict) or request.get("mode") not in ("call", "unittest"):
         return _fail("BadRequest", "the request must be a JSON object with mode call|unittest"), ""
+    try:
+        _add_paths(request.get("path", []))
+    except HarnessError as exc:
+        return _fail(exc.code, exc.message), ""
     named = [_resolve(request[key]) for key in ("module_file", "test_file") if key in request]
     files = (*named, os.path.join(HERE, "solution.py"))
     unittest_mode = request["mode"] == "unittest"

@@ -9,7 +9,14 @@ Protocol (version 2). Standard input (or the file after ``--batch``) is one JSON
     {"protocol": 2, "mode": "bwrap" | "unsafe" | "docker",
      "specs": [{"files": {"solution.py": "<base64>", ...}, "argv": ["python3", ...],
                 "stdin": "<base64>", "cpu_s": 2.0, "wall_s": 5.0, "mem_mib": 512,
-                "fsize_mib": 8, "processes": 1, "out_cap": 1000000, "tmpfs_mib": 16}, ...]}
+                "fsize_mib": 8, "processes": 1, "out_cap": 1000000, "tmpfs_mib": 16,
+                "threads": 1, "runtime": {"name": "python3.11-data", "dir": "/srv/rt/..."}},
+               ...]}
+
+``threads`` (default 1) is what ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and the like say
+in the program's environment. An optional ``runtime`` names a task runtime's host directory
+(``site-packages`` inside), bound read-only at ``/runtime/<name>`` for that run only (mode
+``unsafe``: linked at ``<rundir>/runtime/<name>``; mode ``docker``: the backend mounts it there).
 
 ``processes`` is how many processes and threads the solution's own tree may have (1: none
 besides itself); ``harness_processes`` (default 0) are the harness's own on top (1 in unittest
@@ -86,6 +93,12 @@ SANDBOX_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "MALLOC_ARENA_MAX": "1",  # no 64 MiB address-space reservation per thread
 }
+# Thread pools of numerical libraries: one thread unless the template allows more processes.
+THREAD_VARS = (
+    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+)  # fmt: skip
+RUNTIME_ROOT = "/runtime"
 STATUS_FD, SECCOMP_FD = 4, 3
 SANDBOX_TMP = "/tmp"  # noqa: S108 - inside the sandbox: its own size-limited tmpfs
 SANDBOX_SHM = "/dev/shm"  # noqa: S108 - likewise, 1 MiB
@@ -114,12 +127,19 @@ class Spec:
             self.processes, self.out_cap = int(raw.get("processes", 1)), int(raw["out_cap"])
             self.harness_processes = int(raw.get("harness_processes", 0))
             self.tmpfs_mib = int(raw.get("tmpfs_mib", 16))
+            self.threads = int(raw.get("threads", 1))
+            self.runtime = _check_runtime(raw.get("runtime"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BatchError(f"a spec is malformed ({exc!r})") from None
         if not self.argv:
             raise BatchError("a spec has an empty argv")
         if not 1 <= self.processes <= MAX_PROCESSES or self.harness_processes not in (0, 1):
             raise BatchError(f"a spec's processes must be in [1, {MAX_PROCESSES}]")
+        if not 1 <= self.threads <= MAX_PROCESSES:
+            raise BatchError(f"a spec's threads must be in [1, {MAX_PROCESSES}]")
+
+    def env(self) -> dict[str, str]:
+        return dict(SANDBOX_ENV, **dict.fromkeys(THREAD_VARS, str(self.threads)))
 
     def rlimits(self, nproc: int | None = None) -> list[tuple[int, int]]:
         limits = [
@@ -139,6 +159,18 @@ def _check_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         raise BatchError(f"invalid file name {name!r}: files must have flat names")
     return name
+
+
+def _check_runtime(raw: object) -> tuple[str, str] | None:
+    """(name, host directory) of the run's task runtime, or None (the standard library)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BatchError("a spec's runtime must be an object with name and dir")
+    name, directory = _check_name(str(raw["name"])), str(raw["dir"])
+    if not os.path.isabs(directory) or not os.path.isdir(directory):
+        raise BatchError(f"the runtime directory {directory!r} does not exist")
+    return name, os.path.realpath(directory)
 
 
 def _resolve_argv(argv: list[str], root: str) -> list[str]:
@@ -212,9 +244,12 @@ def _bwrap_argv(
     argv += ["--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
     argv += ["--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     argv += ["--hostname", "sandbox", "--clearenv"]
-    for key, value in SANDBOX_ENV.items():
+    for key, value in spec.env().items():
         argv += ["--setenv", key, value]
     argv += _system_binds(with_prlimit=not grouped)
+    if spec.runtime is not None:
+        name, directory = spec.runtime
+        argv += ["--ro-bind", directory, f"{RUNTIME_ROOT}/{name}"]
     tmpfs = spec.tmpfs_mib * MIB
     argv += ["--dev", "/dev", "--size", str(MIB), "--tmpfs", SANDBOX_SHM]
     argv += ["--remount-ro", "/dev", "--size", str(tmpfs), "--tmpfs", SANDBOX_TMP]
@@ -325,8 +360,11 @@ class Pending:
             os.mkdir(box, 0o700)
             os.mkdir(work, 0o700)
             self.names = _write_files(spec.files, box)
+            if spec.runtime is not None:  # where the harness looks without /runtime
+                os.mkdir(os.path.join(rundir, "runtime"), 0o700)
+                os.symlink(spec.runtime[1], os.path.join(rundir, "runtime", spec.runtime[0]))
             nproc = _count_processes(os.getuid()) + 1 + spec.harness_processes
-            env = dict(SANDBOX_ENV, HOME=work, TMPDIR=work)
+            env = dict(spec.env(), HOME=work, TMPDIR=work)
             return supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
                                     spec.rlimits(nproc), cwd=work, no_new_privs=True,
                                     kill_group=True)  # fmt: skip
@@ -335,7 +373,7 @@ class Pending:
             self.group, self.accounting = cgroups.ContainerGroup(), cgroups.ContainerGroup.kind
         # Processes are limited by the container's pids limit (RLIMIT_NPROC would count the uid
         # machine-wide without a user namespace).
-        return supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), dict(SANDBOX_ENV),
+        return supervise.Launch(_resolve_argv(spec.argv, "/sandbox"), spec.env(),
                                 spec.stdin, spec.rlimits(), cwd=SANDBOX_TMP,
                                 drop_to=SANDBOX_UID, kill_group=True,
                                 group=self.group)  # fmt: skip

@@ -97,6 +97,15 @@ def _source(text: str | bytes) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else text
 
 
+def _add_runtime_path(request: dict[str, Any], limits: dict[str, Any]) -> None:
+    """The harness puts the runtime's site-packages (``limits["runtime"]``) on sys.path."""
+    from evaluation.runtimes import DEFAULT_RUNTIME, get_runtime
+
+    path = get_runtime(limits.get("runtime", DEFAULT_RUNTIME)).sandbox_path
+    if path:
+        request["path"] = [path]
+
+
 def call_spec(
     solution: str | bytes,
     entry: str,
@@ -104,14 +113,16 @@ def call_spec(
     kwargs: dict[str, Any] | None = None,
     **limits: Any,
 ) -> RunSpec:
-    """One call of ``entry(*args, **kwargs)`` in ``solution.py``; ``limits``: RunSpec fields."""
-    request = {
+    """One call of ``entry(*args, **kwargs)`` in ``solution.py``; ``limits``: RunSpec fields
+    (``runtime="python3.11-data"`` runs it with that runtime's packages)."""
+    request: dict[str, Any] = {
         "mode": "call",
         "module_file": "/sandbox/solution.py",
         "entry": entry,
         "args": args,
         "kwargs": kwargs or {},
     }
+    _add_runtime_path(request, limits)
     files = {"harness.py": harness_source(), "solution.py": _source(solution)}
     return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
 
@@ -123,7 +134,8 @@ def unittest_spec(
     **limits: Any,
 ) -> RunSpec:
     """Run a unittest module against ``solution.py`` (both at ``/sandbox``)."""
-    request = {"mode": "unittest", "test_file": f"/sandbox/{test_name}"}
+    request: dict[str, Any] = {"mode": "unittest", "test_file": f"/sandbox/{test_name}"}
+    _add_runtime_path(request, limits)
     files = {
         "harness.py": harness_source(),
         "solution.py": _source(solution),

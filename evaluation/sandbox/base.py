@@ -44,6 +44,11 @@ class RunSpec:
     harness_processes: int = 0  # trusted processes the harness adds (1: unittest's supervisor)
     out_cap: int = 1_000_000  # bytes of stdout (and of stderr) kept; more is OLE
     tmpfs_mib: int = 16
+    # The task runtime (evaluation/runtimes): its packages are bound read-only at
+    # /runtime/<name> ("" directory: the standard library only, nothing is bound).
+    runtime: str = "python3.11-stdlib"
+    runtime_dir: str = ""  # the host directory; the backend fills it in from the setting
+    threads: int = 1  # BLAS/OpenMP threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ...)
 
     @property
     def effective_wall_s(self) -> float:

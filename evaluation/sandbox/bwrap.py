@@ -112,11 +112,33 @@ def encode_batch(
                     "harness_processes": spec.harness_processes,
                     "out_cap": spec.out_cap,
                     "tmpfs_mib": spec.tmpfs_mib,
+                    "threads": spec.threads,
+                    **_runtime_field(spec, mode),
                 }
                 for spec in specs
             ],
         }
     ).encode()
+
+
+def runtime_dir(spec: RunSpec) -> str:
+    """The host directory of the spec's runtime ("" for the standard library)."""
+    from evaluation.runtimes import get_runtime, install_dir
+
+    if get_runtime(spec.runtime).lock is None:
+        return ""
+    return spec.runtime_dir or str(install_dir(spec.runtime))
+
+
+def _runtime_field(spec: RunSpec, mode: str) -> dict[str, object]:
+    """The runner's ``runtime`` field, for runtimes with packages: the host directory (docker:
+    where the backend mounted it in the container)."""
+    directory = runtime_dir(spec)
+    if not directory:
+        return {}
+    if mode == "docker":
+        directory = f"/runtime/{spec.runtime}"
+    return {"runtime": {"name": spec.runtime, "dir": directory}}
 
 
 def sandbox_errors(specs: list[RunSpec], detail: str, backend: str, fp: str) -> list[RunResult]:

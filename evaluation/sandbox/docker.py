@@ -25,6 +25,7 @@ from evaluation.sandbox.bwrap import (
     decode_envelope,
     encode_batch,
     fingerprint,
+    runtime_dir,
     sandbox_errors,
 )
 
@@ -104,6 +105,12 @@ class DockerBackend(Sandbox):
             volumes={
                 str(RUNNER_DIR): {"bind": "/judge", "mode": "ro"},
                 batch_dir: {"bind": "/batch", "mode": "ro"},
+                # Task runtimes: the host's install from the same lock file, read-only.
+                **{
+                    runtime_dir(spec): {"bind": f"/runtime/{spec.runtime}", "mode": "ro"}
+                    for spec in specs
+                    if runtime_dir(spec)
+                },
             },
             mem_limit=f"{mem}m",
             memswap_limit=f"{mem}m",

@@ -7,6 +7,7 @@ the only editable file; its text is the autosaved draft once there is one.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,11 +20,14 @@ from django.urls import reverse
 
 from evaluation.instances import get_instance
 from evaluation.runs import run_with_retries, unittest_spec
+from evaluation.runtimes import RuntimeMissing, require_runtime
 from evaluation.sandbox import RunStatus, SandboxUnavailable, get_sandbox, parse_reply
 from evaluation.spec import Instance
 from study.markdown import render_markdown
 from study.models import Arm, Trial
 from study.trials.services import arm_config
+
+logger = logging.getLogger(__name__)
 
 SOLUTION = "solution.py"
 README = "README.md"
@@ -164,6 +168,15 @@ def run_visible_tests(trial: Trial, code: str) -> dict[str, Any]:
         sandbox = get_sandbox()
     except SandboxUnavailable:
         message = "Running tests is not available right now; you can still submit."
+        return empty | {"status": "unavailable", "message": message, "output": message}
+    try:  # never run the tests on another interpreter than the one grading uses
+        require_runtime(instance.template.runtime)
+    except RuntimeMissing as exc:
+        logger.error("visible tests refused: %s", exc)
+        message = (
+            f"Running tests is not available right now: the task's runtime "
+            f"{instance.template.runtime} is not ready on the server; you can still submit."
+        )
         return empty | {"status": "unavailable", "message": message, "output": message}
     spec = unittest_spec(
         instance, code.encode(), cpu_s=RUN_CPU_S, mem_mib=instance.template.mem_mib

@@ -11,7 +11,8 @@ def test_healthz_reports_each_component(client: Client) -> None:
     response = client.get("/healthz/")
     assert response.status_code == 200
     body = response.json()
-    assert set(body["checks"]) == {"database", "broker", "channel_layer", "worker", "sandbox"}
+    checks = {"database", "broker", "channel_layer", "worker", "sandbox", "runtimes"}
+    assert set(body["checks"]) == checks
     assert body["checks"]["database"]["status"] == "ok"
     assert body["checks"]["broker"]["status"] == "ok"
     assert body["checks"]["channel_layer"]["status"] == "ok"

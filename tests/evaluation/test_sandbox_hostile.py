@@ -122,9 +122,13 @@ def test_environment_is_cleared(
     )
     assert result.status == RunStatus.OK, result
     assert "s3cr3t-value" not in result.stdout.decode()
-    assert set(reply["result"]["env"]) <= {
+    env = reply["result"]["env"]
+    threads = {name for name in env if name.endswith(("_NUM_THREADS", "_MAXIMUM_THREADS"))}
+    assert set(env) - threads <= {
         "PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE", "MALLOC_ARENA_MAX", "PWD"
     }  # fmt: skip
+    assert "OPENBLAS_NUM_THREADS" in threads
+    assert {env[name] for name in threads} == {"1"}  # BLAS/OpenMP pools: one thread
 
 
 def test_fork_bomb_is_contained(sandbox: LocalBwrapBackend) -> None:
