@@ -1,7 +1,7 @@
 """Host independence (issue 11 §2): calibrating and grading on a CPU-throttled host (a cgroup CPU
 quota of 50 % on every sandboxed run) flips no verdict, for every template, of the efficient
-reference, the naive reference and a mid-way solution (the efficient reference computing its
-answer twice: about twice as slow, well inside the threshold of 2.83)."""
+reference, the naive reference and a mid-way solution (the efficient reference plus half its
+own CPU time per call: about 1.5x, between it and the threshold of 2.83)."""
 
 from __future__ import annotations
 
@@ -21,22 +21,27 @@ from tests.evaluation.grading_fixtures import sandbox_or_skip
 QUOTA = 0.5
 
 
-def mid_way(instance: Instance) -> bytes:
+def mid_way(instance: Instance, extra_s: float) -> bytes:
+    """The efficient reference plus ``extra_s`` of CPU per call (half its own time on the
+    performance tests): about 1.5x slower, between the efficient reference and the threshold."""
     entry = instance.entry_point
     return (
         instance.references["efficient"]
         + f"\n\n_once = {entry}\n\n\ndef {entry}(*args, **kwargs):\n"
-        "    _once(*args, **kwargs)\n    return _once(*args, **kwargs)\n"
+        "    import time\n"
+        f"    end = time.process_time() + {extra_s!r}\n"
+        "    while time.process_time() < end:\n        pass\n"
+        "    return _once(*args, **kwargs)\n"
     ).encode()
 
 
-def verdicts(instance: Instance, sandbox: Sandbox) -> dict[str, Any]:
+def verdicts(instance: Instance, sandbox: Sandbox, extra_s: float) -> dict[str, Any]:
     calibration = calibrate(instance, sandbox, rounds=3)
     assert calibration.valid, calibration.message
     solutions = {
         "efficient": instance.references["efficient"].encode(),
         "naive": instance.references["naive"].encode(),
-        "mid-way": mid_way(instance),
+        "mid-way": mid_way(instance, extra_s),
     }
     seen: dict[str, Any] = {"threshold": calibration.threshold_ratio}
     for label, source in solutions.items():
@@ -50,7 +55,10 @@ def verdicts(instance: Instance, sandbox: Sandbox) -> dict[str, Any]:
             "overall_pass": report["overall_pass"],
             "time_ok": report["efficiency"]["time_ok"],
             "memory_ok": report["efficiency"]["memory_ok"],
-            "tests": {t["name"]: t["verdict"] for t in report["tests"]},
+            # Passed or not, per test: how a failure is named may differ (a run stopped at the
+            # CPU limit on one host can end otherwise on a throttled one), never the outcome.
+            "tests": {t["name"]: t["verdict"] == "OK" for t in report["tests"]},
+            "partial_pass": report["partial_pass"],
         }
         seen[f"{label} walls"] = [
             (t["cpu_s"], t["wall_s"]) for t in report["tests"] if t["kind"] == "performance"
@@ -67,8 +75,10 @@ def sandbox() -> Sandbox:
 @pytest.mark.parametrize("slug", known_slugs())
 def test_a_cpu_throttled_host_flips_no_verdict(sandbox: Sandbox, slug: str) -> None:
     instance = get_instance(slug, 1)
-    normal = verdicts(instance, sandbox)
-    throttled = verdicts(instance, LocalBwrapBackend(cpu_quota=QUOTA))
+    reference = calibrate(instance, sandbox, rounds=3)
+    extra_s = round(0.5 * max(t["efficient_net_s"] for t in reference.tests), 4)
+    normal = verdicts(instance, sandbox, extra_s)
+    throttled = verdicts(instance, LocalBwrapBackend(cpu_quota=QUOTA), extra_s)
     # The quota really applied: the efficient reference's performance runs took about twice
     # their CPU time in wall time.
     slowed = [wall / cpu for cpu, wall in throttled["efficient walls"] if cpu]
