@@ -66,11 +66,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from evaluation.runner import cgroups, seccomp_bpf, supervise
+    from evaluation.runner import cgroups, rundirs, seccomp_bpf, supervise
+    from evaluation.runner.verdict import classify
 else:  # siblings, found through the line above (no `typing` import: it costs RSS)
     import cgroups
+    import rundirs
     import seccomp_bpf
     import supervise
+    from verdict import classify
 
 RUNNER_VERSION = "2.0"
 PROTOCOL = 2
@@ -103,9 +106,6 @@ STATUS_FD, SECCOMP_FD = 4, 3
 SANDBOX_TMP = "/tmp"  # noqa: S108 - inside the sandbox: its own size-limited tmpfs
 SANDBOX_SHM = "/dev/shm"  # noqa: S108 - likewise, 1 MiB
 HOST_TMP = "/tmp"  # noqa: S108 - parent of the 0700 run directories (mkdir, random name)
-# How bwrap, prlimit and our own fork report that the program itself never started. A solution
-# could print these too; it then only earns retries of its own SANDBOX_ERROR.
-LAUNCH_ERRORS = ("bwrap: ", "prlimit: failed to execute", "runner: cannot start")
 
 
 class BatchError(Exception):
@@ -183,32 +183,6 @@ def _resolve_argv(argv: list[str], root: str) -> list[str]:
     return out
 
 
-def _write_files(files: dict[str, bytes], directory: str) -> list[str]:
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    written: list[str] = []
-    try:
-        for name, data in files.items():
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(_check_name(name), flags, 0o444, dir_fd=dfd)
-            written.append(name)
-            with open(fd, "wb") as handle:
-                handle.write(data)
-    finally:
-        os.close(dfd)
-    return written
-
-
-def _remove_files(names: list[str], directory: str) -> None:
-    """Unlink exactly the names we created (the sandbox could not add or replace any)."""
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=dfd)
-    finally:
-        os.close(dfd)
-
-
 def _system_binds(with_prlimit: bool) -> list[str]:
     """bwrap arguments showing the interpreter and what it loads; nothing else of ``/usr``.
 
@@ -260,12 +234,6 @@ def _bwrap_argv(
         # RLIMIT_NPROC counts per user namespace: the harness's own plus the solution's.
         argv += [PRLIMIT, f"--nproc={spec.harness_processes + processes}", "--"]
     return argv + _resolve_argv(spec.argv, "/sandbox")
-
-
-def _make_rundir(parent: str) -> str:
-    path = os.path.join(parent, "haieval-run-" + os.urandom(8).hex())
-    os.mkdir(path, 0o700)
-    return path
 
 
 def _count_processes(uid: int) -> int:
@@ -329,7 +297,8 @@ class Pending:
 
     def __init__(self, batch: Batch, spec: Spec) -> None:
         self.batch, self.spec = batch, spec
-        self.rundir = _make_rundir(batch.tmp_parent) if batch.mode != "docker" else "/sandbox"
+        docker = batch.mode == "docker"
+        self.rundir = "/sandbox" if docker else rundirs.make_rundir(batch.tmp_parent)
         self.names: list[str] = []
         self.group: cgroups.RunGroup | cgroups.ContainerGroup | None = None
         self.accounting = batch.accounting
@@ -343,7 +312,7 @@ class Pending:
     def _launch(self) -> supervise.Launch:
         batch, spec, rundir = self.batch, self.spec, self.rundir
         if batch.mode == "bwrap":
-            self.names = _write_files(spec.files, rundir)
+            self.names = rundirs.write_files(spec.files, rundir)
             self.group, why = batch.group(spec)
             self.accounting = why or self.accounting
             seccomp_r, seccomp_w = os.pipe()
@@ -359,7 +328,7 @@ class Pending:
             box, work = os.path.join(rundir, "sandbox"), os.path.join(rundir, "tmp")
             os.mkdir(box, 0o700)
             os.mkdir(work, 0o700)
-            self.names = _write_files(spec.files, box)
+            self.names = rundirs.write_files(spec.files, box)
             if spec.runtime is not None:  # where the harness looks without /runtime
                 os.mkdir(os.path.join(rundir, "runtime"), 0o700)
                 os.symlink(spec.runtime[1], os.path.join(rundir, "runtime", spec.runtime[0]))
@@ -368,7 +337,7 @@ class Pending:
             return supervise.Launch(_resolve_argv(spec.argv, box), env, spec.stdin,
                                     spec.rlimits(nproc), cwd=work, no_new_privs=True,
                                     kill_group=True)  # fmt: skip
-        self.names = _write_files(spec.files, rundir)
+        self.names = rundirs.write_files(spec.files, rundir)
         if cgroups.ContainerGroup.available():
             self.group, self.accounting = cgroups.ContainerGroup(), cgroups.ContainerGroup.kind
         # Processes are limited by the container's pids limit (RLIMIT_NPROC would count the uid
@@ -407,10 +376,10 @@ class Pending:
 
             shutil.rmtree(self.rundir, ignore_errors=True)  # fd-based: never follows symlinks
         elif mode == "docker":
-            _remove_files(self.names, self.rundir)
+            rundirs.remove_files(self.names, self.rundir)
             _docker_wipe()
         else:
-            _remove_files(self.names, self.rundir)
+            rundirs.remove_files(self.names, self.rundir)
             with contextlib.suppress(FileNotFoundError):
                 os.rmdir(self.rundir)
         self.names = []
@@ -469,65 +438,6 @@ def _docker_wipe() -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-
-
-def classify(
-    outcome: supervise.Outcome, spec: Spec, mode: str, accounting: str = ""
-) -> dict[str, object]:
-    """Map how the process ended to a verdict (notes/sandbox.md §4)."""
-    tail = outcome.stderr_tail.decode("utf-8", "replace")
-    last = tail[-600:]
-    detail = ""
-    if not outcome.started or (outcome.exit_code != 0 and tail.startswith(LAUNCH_ERRORS)):
-        status = "SANDBOX_ERROR"
-        detail = "The sandbox failed to start the program: " + (tail.strip()[:300] or "no output")
-    elif outcome.killed == "output":
-        status, detail = "OLE", f"Output exceeded {spec.out_cap} bytes and was cut off."
-    elif outcome.killed == "cpu" or outcome.cpu_s > spec.cpu_s:
-        status, detail = "TLE_CPU", f"CPU time exceeded {spec.cpu_s:g} s."
-    elif outcome.killed == "wall":
-        status, detail = "TLE_WALL", f"Wall-clock time exceeded {spec.wall_s:g} s."
-    elif outcome.oom_killed or (outcome.signal == 9 and mode != "unsafe" and not outcome.grouped):
-        status, detail = "MLE", "Killed by SIGKILL from outside the sandbox (out of memory)."
-    elif outcome.peak_rss_kib > spec.mem_mib * 1024 or (
-        outcome.exit_code == 1 and "MemoryError" in last
-    ):
-        status, detail = "MLE", f"Memory use exceeded {spec.mem_mib} MiB."
-    elif outcome.signal == 25 or (
-        outcome.exit_code not in (0, None)
-        and ("File too large" in last or "No space left on device" in last)
-    ):
-        status, detail = "FSIZE", f"A file or /tmp grew beyond its limit ({spec.fsize_mib} MiB)."
-    elif outcome.exit_code == 0:
-        status = "OK"
-    else:
-        status = "RE"
-        detail = f"Killed by signal {outcome.signal}." if outcome.signal else ""
-    extra: dict[str, object] = {
-        "stdout_bytes": outcome.out_bytes,
-        "stderr_bytes": outcome.err_bytes,
-        "accounting": accounting,
-    }
-    if outcome.left_running:  # processes the program left behind, killed with its cgroup
-        extra["left_running"] = outcome.left_running
-    if mode == "docker":  # container-wide high-water mark (cgroup v2), for cross-checking
-        try:
-            with open("/sys/fs/cgroup/memory.peak", "rb") as handle:
-                extra["cgroup_memory_peak_kib"] = int(handle.read()) // 1024
-        except (OSError, ValueError):
-            pass
-    return {
-        "status": status,
-        "exit_code": outcome.exit_code,
-        "signal": outcome.signal,
-        "cpu_s": round(outcome.cpu_s, 6),
-        "wall_s": round(outcome.wall_s, 6),
-        "peak_rss_kib": outcome.peak_rss_kib,
-        "stdout": base64.b64encode(outcome.stdout).decode("ascii"),
-        "stderr_tail": tail,
-        "detail": detail,
-        "extra": extra,
-    }
 
 
 def _validate(batch: object) -> tuple[str, list[Spec], str, bool, float | None]:

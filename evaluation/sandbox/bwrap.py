@@ -29,7 +29,15 @@ logger = logging.getLogger(__name__)
 RUNNER_DIR = Path(__file__).resolve().parent.parent / "runner"
 RUNNER = RUNNER_DIR / "runner.py"
 HARNESS = RUNNER_DIR / "harness.py"
-RUNNER_FILES = ("runner.py", "supervise.py", "cgroups.py", "seccomp_bpf.py", "harness.py")
+RUNNER_FILES = (
+    "runner.py",
+    "supervise.py",
+    "verdict.py",
+    "rundirs.py",
+    "cgroups.py",
+    "seccomp_bpf.py",
+    "harness.py",
+)
 SANDBOX_PYTHON = "/usr/bin/python3"
 BWRAP = "/usr/bin/bwrap"
 PRLIMIT = "/usr/bin/prlimit"
