@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from ide_bridge.models import IntegrityFlag, TrialEvent
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.readonly import ReadOnlyAdmin
 
 

@@ -22,7 +22,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.audit import log as audit
 from study.audit.exports import CSV_COLUMNS, export_audit_log
 from study.audit.retention import record_retention_change

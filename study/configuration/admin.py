@@ -20,7 +20,7 @@ from django.utils.html import format_html_join
 
 from evaluation.bank import list_templates, load_template
 from study.access import researchers_for_researcher
-from study.admin_scope import ScopedAdminMixin, ScopedChoicesMixin
+from study.access.admin import ScopedAdminMixin, ScopedChoicesMixin
 from study.assignment.balance import balance_view
 from study.audit import retention
 from study.configuration import services

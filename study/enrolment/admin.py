@@ -29,7 +29,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from study.access import studies_for_researcher
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.enrolment.accounts import (
     MAX_BATCH,
     create_participants,

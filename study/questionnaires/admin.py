@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.enrolment.consent import next_version_label, render_consent, validate_checkboxes
 from study.models import (
     Answer,

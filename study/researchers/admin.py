@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from study.access import users_for_researcher
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.models import User
 
 

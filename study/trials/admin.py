@@ -11,7 +11,7 @@ from django.contrib import admin
 
 from evaluation.admin import EvaluationAdmin, SubmissionAdmin
 from evaluation.models import Evaluation, Submission
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 
 admin.site.unregister(Submission)
 admin.site.unregister(Evaluation)

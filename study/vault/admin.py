@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
 from study.access import sees_every_study, studies_for_researcher
-from study.admin_scope import ScopedAdminMixin
+from study.access.admin import ScopedAdminMixin
 from study.readonly import ReadOnlyAdmin
 from study.vault.models import VaultEntry, VaultRead
 from study.vault.services import CONTACT_FIELDS, VAULT_PERMISSION, read_vault

@@ -1,7 +1,7 @@
 """What a researcher sees in the admin: only their own studies' rows (superusers see all).
 
 Every admin of study-owned records uses ``ScopedAdminMixin``; its querysets come from
-``study/access.py``'s ``scope_for_researcher``, the same chokepoint the views use. The mixin
+``study/access/``'s ``scope_for_researcher``, the same chokepoint the views use. The mixin
 narrows:
 
 - the changelist, the change/history/delete views and the actions (``get_queryset``), and the
