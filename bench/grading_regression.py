@@ -38,7 +38,7 @@ from evaluation.sandbox import get_sandbox
 instance = get_instance(os.environ["TEMPLATE"], 1)
 sandbox = get_sandbox("bwrap")
 calibration = calibrate(instance, sandbox, rounds=3)
-source = instance.references["efficient"].encode()
+source = instance.references["efficient"]["solution.py"].encode()
 walls, drifts = [], 0
 for _ in range(int(os.environ["GRADINGS"])):
     started = time.perf_counter()

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from evaluation.models import Calibration, Evaluation, Submission, TaskInstance, TaskTemplate
 
@@ -85,15 +85,17 @@ class SubmissionAdmin(ReadOnlyAdmin):
     list_display = ("id", "instance", "source_label", "short_sha", "created_at")
     list_filter = ("source_label",)
     readonly_fields = ("instance", "source_label", "sha256", "code", "created_at")
-    exclude = ("source",)
+    exclude = ("files",)
 
     @admin.display(description="sha256")
     def short_sha(self, obj: Submission) -> str:
         return obj.sha256[:12]
 
-    @admin.display(description="solution.py")
+    @admin.display(description="files")
     def code(self, obj: Submission) -> str:
-        return format_html("<pre>{}</pre>", bytes(obj.source).decode("utf-8", "replace"))
+        return format_html_join(
+            "", "<h4>{}</h4><pre>{}</pre>", sorted(dict(obj.files or {}).items())
+        )
 
 
 @admin.register(Evaluation)

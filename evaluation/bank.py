@@ -22,14 +22,12 @@ from evaluation.spec import TemplateSpec
 
 BANK_DIR = Path(__file__).resolve().parent / "bank"
 MANIFEST = "template.toml"
-REQUIRED_FILES = (
-    "README.md.tmpl",
-    "starter/solution.py.tmpl",
-    "visible/test_visible.py.tmpl",
-    "references/efficient.py.tmpl",
-    "references/naive.py.tmpl",
-    "generator.py",
-)
+REQUIRED_FILES = ("README.md.tmpl", "generator.py")
+# Directories rendered into the workspace (paths and *.tmpl contents): starter/ is the editable
+# set, visible/ the visible tests, files/ the read-only project; diagrams/ are Graphviz sources.
+TREES = ("starter", "visible", "files", "references", "diagrams")
+REFERENCE_KINDS = ("efficient", "naive")
+ENTRY_KINDS = ("function", "cli", "wsgi")
 TRACKS = ("SDE", "MLE", "DS")
 DIFFICULTIES = ("easy", "medium", "hard")
 MAX_PROCESSES = 64  # the sandbox runner's own bound on a run's processes and threads
@@ -65,6 +63,7 @@ _TOP_LEVEL = {
     "summary": False,
     "checks": False,
     "runtime": False,
+    "entry_points": False,
 }
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
@@ -309,13 +308,38 @@ def _check_texts(where: Path, data: dict[str, Any], placeholders: set[str]) -> N
             raise _fail(where, field, f"uses unknown placeholder '{unknown[0]}'")
 
 
-def _check_files(directory: Path, placeholders: set[str]) -> None:
+def _check_layout(directory: Path) -> None:
+    """The files every template needs: a starter, visible tests, both references."""
     for relative in REQUIRED_FILES:
         if not (directory / relative).is_file():
             raise BankError(f"{directory}: required file '{relative}' is missing.")
-    files = directory / "files"
-    shipped = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
-    for path in sorted(set(directory.rglob("*.tmpl")) | set(shipped)):
+    for tree, what in (("starter", "the editable starter files"), ("visible", "visible tests")):
+        if not any(p.is_file() for p in (directory / tree).rglob("*")):
+            raise BankError(f"{directory}: '{tree}/' must hold {what}.")
+    for kind in REFERENCE_KINDS:
+        single = directory / "references" / f"{kind}.py.tmpl"
+        folder = directory / "references" / kind
+        if single.is_file() == folder.is_dir():
+            raise BankError(
+                f"{directory}: the {kind} reference must be either references/{kind}.py.tmpl "
+                f"(a task with one editable file) or the directory references/{kind}/, not "
+                f"{'both' if single.is_file() else 'neither'}."
+            )
+    diagrams = directory / "diagrams"
+    if diagrams.is_dir():
+        for path in sorted(diagrams.rglob("*")):
+            if path.is_file() and (path.parent != diagrams or not path.name.endswith(".dot.tmpl")):
+                raise BankError(
+                    f"{path}: diagrams/ holds only Graphviz sources named <name>.dot.tmpl."
+                )
+
+
+def _check_files(directory: Path, placeholders: set[str]) -> None:
+    _check_layout(directory)
+    shipped = [
+        p for tree in TREES if (directory / tree).is_dir() for p in (directory / tree).rglob("*")
+    ]
+    for path in sorted(set(directory.glob("*.tmpl")) | {p for p in shipped if p.is_file()}):
         if "__pycache__" in path.parts:
             continue
         relative = path.relative_to(directory).as_posix()
@@ -329,6 +353,41 @@ def _check_files(directory: Path, placeholders: set[str]) -> None:
             unknown = sorted(set(template.get_identifiers()) - placeholders)
             if unknown:
                 raise BankError(f"{path}: the {what} uses unknown placeholder '{unknown[0]}'.")
+
+
+def _check_entry_points(where: Path, entries: object, placeholders: set[str]) -> None:
+    """``[[entry_points]]``: how the grader calls a solution (default: the function
+    ``${entry_point}`` in ``solution.py``). ``module`` and ``name`` may use placeholders."""
+    if not isinstance(entries, list) or not entries:
+        raise _fail(where, "entry_points", "must be a non-empty array of tables")
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        field = f"entry_points[{index}]"
+        if not isinstance(entry, dict) or not {"kind", "module"} <= set(entry) <= {
+            "id",
+            "kind",
+            "module",
+            "name",
+        }:
+            raise _fail(where, field, "must be a table with kind, module and optionally id, name")
+        entry_id = entry.get("id", "main" if index == 0 else "")
+        if not isinstance(entry_id, str) or not _SLUG_RE.match(entry_id) or entry_id in seen:
+            raise _fail(where, f"{field}.id", "must be a unique lower-case slug")
+        seen.add(entry_id)
+        if entry["kind"] not in ENTRY_KINDS:
+            raise _fail(where, f"{field}.kind", f"must be one of {', '.join(ENTRY_KINDS)}")
+        if entry["kind"] != "cli" and "name" not in entry:
+            raise _fail(where, f"{field}.name", f"is required for a {entry['kind']} entry point")
+        for key in ("module", "name"):
+            if key not in entry:
+                continue
+            value = entry[key]
+            template = string.Template(value) if isinstance(value, str) else None
+            if template is None or not template.is_valid():
+                raise _fail(where, f"{field}.{key}", "must be a string with valid placeholders")
+            unknown = sorted(set(template.get_identifiers()) - placeholders)
+            if unknown:
+                raise _fail(where, f"{field}.{key}", f"uses unknown placeholder '{unknown[0]}'")
 
 
 def parse_template(directory: Path) -> TemplateSpec:
@@ -390,6 +449,8 @@ def parse_template(directory: Path) -> TemplateSpec:
     placeholders = _check_namespace(where, data, context)
     _check_texts(where, data, placeholders)
     _check_files(directory, placeholders)
+    if "entry_points" in data:
+        _check_entry_points(where, data["entry_points"], placeholders)
     return TemplateSpec(
         slug=slug,
         title=title,

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evaluation.runs import case_spec, empty_solution, run_with_retries
+from evaluation.runs import case_spec, empty_workspace, run_with_retries, workspace_of
 from evaluation.runtimes import DEFAULT_RUNTIME, get_runtime
 from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
@@ -112,9 +112,9 @@ def calibrate(
     if not perf:
         raise CalibrationError(f"{instance.template.slug} has no performance tests to calibrate")
     sources = {
-        "empty": empty_solution(instance.entry_point),
-        "efficient": instance.references["efficient"].encode(),
-        "naive": instance.references["naive"].encode(),
+        **{f"empty:{e.id}": empty_workspace(instance, e) for e in instance.entry_points},
+        "efficient": workspace_of(instance, instance.references["efficient"]),
+        "naive": workspace_of(instance, instance.references["naive"]),
     }
     cap = instance.template.cpu_s
     naive_limit = instance.template.naive_cpu_s
@@ -263,17 +263,24 @@ def _round(
     instance: Instance,
     sandbox: Sandbox,
     perf: list[TestCase],
-    sources: dict[str, bytes],
+    sources: dict[str, dict[str, bytes]],
     caps: dict[str, dict[str, float]],
     mem_mib: int,
     rng: random.Random,
 ) -> dict[tuple[str, str], RunResult]:
     """One round: every kind named in ``caps[test]`` (its CPU limit) runs once on every
-    performance test, in shuffled order."""
+    performance test, in shuffled order ("empty" is the do-nothing solution of the test's
+    entry point)."""
     keys = [(kind, case) for case in perf for kind in caps[case.name]]
     rng.shuffle(keys)
+
+    def workspace(kind: str, case: TestCase) -> dict[str, bytes]:
+        return sources[f"empty:{instance.entry(case).id}" if kind == "empty" else kind]
+
     specs = [
-        case_spec(instance, sources[kind], case, cpu_s=caps[case.name][kind], mem_mib=mem_mib)
+        case_spec(
+            instance, workspace(kind, case), case, cpu_s=caps[case.name][kind], mem_mib=mem_mib
+        )
         for kind, case in keys
     ]
     results, _ = run_with_retries(sandbox, specs)

@@ -1,4 +1,5 @@
-"""Grading one solution file for one instance: the same for a participant, a bot or an LLM.
+"""Grading one solution (an instance's editable files): the same for a participant, a bot or an
+LLM.
 
 Functional tests run once each (one fresh sandboxed process per test). Performance tests run in
 rounds, each interleaved with the efficient reference as a canary on the same worker; the
@@ -8,20 +9,19 @@ on a noisy host where raw seconds are not. See docs/report-schema.md for the rep
 
 from __future__ import annotations
 
-import hashlib
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evaluation.calibration import CalibrationResult
-from evaluation.runs import accounting_of, case_spec, run_with_retries
+from evaluation.runs import Files, accounting_of, case_spec, run_with_retries, workspace_of
 from evaluation.sandbox.base import RunResult, RunStatus, Sandbox
 from evaluation.spec import Instance, TestCase
+from evaluation.submissions import BadSubmission, Submitted, check_files, files_sha256
 from evaluation.verdicts import CaseOutcome, Verdict, judge
 
 SCHEMA_VERSION = "1.1"
-MAX_SOURCE_BYTES = 256 * 1024
 PERF_ROUNDS = 3
 EXTRA_ROUNDS_IF_BORDERLINE = 2
 CANARY_DRIFT_LIMIT = 0.25
@@ -58,7 +58,7 @@ def par_label(limits_min: Iterable[int]) -> str:
 
 def grade(
     instance: Instance,
-    source: bytes,
+    submitted: Submitted,
     *,
     sandbox: Sandbox,
     calibration: CalibrationResult,
@@ -69,15 +69,23 @@ def grade(
     tolerate_drift: bool = False,
     time_limit_s: float | None = None,
 ) -> dict[str, Any]:
-    """Grade ``source``. Raises CanaryDrift when the host no longer matches the calibration,
-    unless ``tolerate_drift`` (used after a fresh calibration drifted again: the verdict then
-    rests on the canary ratio alone and the report says ``canary_drift``)."""
+    """Grade the editable ``files`` (path -> text; missing ones are the starter's). Raises
+    CanaryDrift when the host no longer matches the calibration, unless ``tolerate_drift``
+    (used after a fresh calibration drifted again: the verdict then rests on the canary ratio
+    alone and the report says ``canary_drift``)."""
     functional = [c for c in instance.cases if c.kind == "functional"]
     perf = [c for c in instance.cases if c.kind == "performance"]
     total = len(functional) + len(perf)
-    report = _skeleton(instance, source, calibration)
+    rejected = ""
+    try:
+        files = check_files(instance, submitted)
+    except BadSubmission as exc:
+        rejected = str(exc)
+        pairs = submitted.items() if isinstance(submitted, Mapping) else []
+        files = {path: text for path, text in pairs if isinstance(text, str)}
+    report = _skeleton(instance, files, calibration)
     report["par_limit_s"] = float(time_limit_s) if time_limit_s else PAR_CAP_S
-    rejected = _precheck(source)
+    workspace = workspace_of(instance, files) if not rejected else {}
     if rejected:
         report["error"] = rejected
         report["tests"] = [_row(c, CaseOutcome(Verdict.RE, rejected), None) for c in instance.cases]
@@ -87,11 +95,11 @@ def grade(
 
     accounting: set[str] = set()
     rows, retries = grade_functional(
-        instance, source, sandbox=sandbox, progress=progress, total=total, accounting=accounting
+        instance, workspace, sandbox=sandbox, progress=progress, total=total, accounting=accounting
     )
     report["tests"].extend(rows)
     perf_rows, efficiency, n = _grade_performance(
-        instance, source, sandbox, calibration, perf_rounds, tolerate_drift, accounting
+        instance, workspace, sandbox, calibration, perf_rounds, tolerate_drift, accounting
     )
     retries += n
     report["tests"].extend(perf_rows)
@@ -107,14 +115,15 @@ def grade(
 
 def grade_functional(
     instance: Instance,
-    source: bytes,
+    workspace: dict[str, bytes],
     *,
     sandbox: Sandbox,
     progress: Progress | None = None,
     total: int | None = None,
     accounting: set[str] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Run every functional test once; returns report rows and the number of sandbox retries."""
+    """Run every functional test once in ``workspace`` (``workspace_of``); returns report rows
+    and the number of sandbox retries."""
     functional = [c for c in instance.cases if c.kind == "functional"]
     total = total or len(functional)
     rows: list[dict[str, Any]] = []
@@ -122,7 +131,7 @@ def grade_functional(
     cpu, mem = min(instance.template.cpu_s, FUNCTIONAL_CPU_S), instance.template.mem_mib
     for start in range(0, len(functional), FUNCTIONAL_CHUNK):
         chunk = functional[start : start + FUNCTIONAL_CHUNK]
-        specs = [case_spec(instance, source, c, cpu_s=cpu, mem_mib=mem) for c in chunk]
+        specs = [case_spec(instance, workspace, c, cpu_s=cpu, mem_mib=mem) for c in chunk]
         results, n = run_with_retries(sandbox, specs)
         retries += n
         if accounting is not None:
@@ -134,21 +143,9 @@ def grade_functional(
     return rows, retries
 
 
-def _precheck(source: bytes) -> str | None:
-    if len(source) > MAX_SOURCE_BYTES:
-        return f"solution.py is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit"
-    if b"\x00" in source:
-        return "solution.py contains NUL bytes; it must be a Python text file"
-    try:
-        source.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"solution.py is not UTF-8 text (invalid byte at position {exc.start})"
-    return None
-
-
 def _grade_performance(
     instance: Instance,
-    source: bytes,
+    workspace: dict[str, bytes],
     sandbox: Sandbox,
     calibration: CalibrationResult,
     rounds: int,
@@ -156,7 +153,7 @@ def _grade_performance(
     accounting: set[str] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     perf = [c for c in instance.cases if c.kind == "performance"]
-    canary_source = instance.references["efficient"].encode()
+    canary = workspace_of(instance, instance.references["efficient"])
     mem = instance.template.mem_mib
     subs: dict[str, list[RunResult]] = {c.name: [] for c in perf}
     canaries: dict[str, list[RunResult]] = {c.name: [] for c in perf}
@@ -169,7 +166,7 @@ def _grade_performance(
             specs, keys = [], []
             for case in perf:
                 hard = calibration.test(case.name)["hard_cpu_s"]
-                pair = [("canary", canary_source), ("sub", source)]
+                pair = [("canary", canary), ("sub", workspace)]
                 if (r + offset) % 2:
                     pair.reverse()  # alternate who goes first, so drift hits both alike
                 for label, code in pair:
@@ -298,7 +295,7 @@ def _row(case: TestCase, outcome: CaseOutcome, run: RunResult | None) -> dict[st
     }
 
 
-def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult) -> dict[str, Any]:
+def _skeleton(instance: Instance, files: Files, calibration: CalibrationResult) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "template": {
@@ -307,7 +304,8 @@ def _skeleton(instance: Instance, source: bytes, calibration: CalibrationResult)
             "content_hash": instance.template.content_hash,
         },
         "instance": {"seed": instance.seed, "content_hash": instance.content_hash},
-        "solution_sha256": hashlib.sha256(source).hexdigest(),
+        "solution_sha256": files_sha256(files),
+        "files": sorted(files),
         "overall_pass": False,
         "partial_pass": 0.0,
         "checks": {"passed": 0, "total": 0},

@@ -27,20 +27,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from evaluation.bank import BankError
-from evaluation.spec import Compare, Instance, TemplateSpec, TestCase
+from evaluation.bank import REFERENCE_KINDS, BankError
+from evaluation.diagrams import render_svg
+from evaluation.spec import Compare, EntryPoint, Instance, TemplateSpec, TestCase
 
 MAX_SEED = 2**63 - 1
 TASK_DATA_FILE = "task_data.json"
 SUBMIT_FILE = "submit"
-REFERENCE_KINDS = ("efficient", "naive")
-_FIXED_FILES = {
-    "README.md": "README.md.tmpl",
-    "solution.py": "starter/solution.py.tmpl",
-    "test_visible.py": "visible/test_visible.py.tmpl",
-}
-_RESERVED = {*_FIXED_FILES, TASK_DATA_FILE, SUBMIT_FILE, "references"}
-_CASE_KEYS = {"name", "kind", "category", "args", "kwargs", "expected", "visible"}
+README = "README.md"
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")  # binary files under files/
+_RESERVED = {README, TASK_DATA_FILE, SUBMIT_FILE, "references"}
+_CASE_KEYS = {"name", "kind", "category", "args", "kwargs", "expected", "visible", "entry"}
 _CASE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")
 SUBMIT_SCRIPT = """#!/bin/sh
 # Submission helper for this task.
@@ -218,6 +215,9 @@ def _case(raw: object, index: int, where: str) -> tuple[TestCase, bytes]:
     except (TypeError, ValueError) as exc:
         raise BankError(f"{at} is not JSON-serialisable ({exc}).") from exc
     data = json.loads(encoded)
+    entry = raw.get("entry", "")
+    if not isinstance(entry, str):
+        raise BankError(f"{at} names its entry point with a string id.")
     case = TestCase(
         name=name,
         kind=kind,
@@ -226,6 +226,7 @@ def _case(raw: object, index: int, where: str) -> tuple[TestCase, bytes]:
         kwargs=data["kwargs"],
         expected=data["expected"],
         visible=visible,
+        entry=entry,
     )
     return case, encoded
 
@@ -244,13 +245,21 @@ def _cases(raw_cases: object, where: str) -> tuple[list[TestCase], list[bytes]]:
 
 
 def instance_hash(
-    participant_files: dict[str, str], references: dict[str, str], encoded_cases: list[bytes]
+    participant_files: dict[str, str],
+    references: dict[str, Any],
+    encoded_cases: list[bytes],
+    layout: dict[str, Any] | None = None,
 ) -> str:
-    """sha256 of canonical_json({"cases", "participant_files", "references"}), built in pieces."""
+    """sha256 of canonical_json({"cases", ["layout",] "participant_files", "references"}),
+    built in pieces. ``layout`` (editable files, entry points, image and diagram-source hashes)
+    is left out for a one-file task, whose hash is what it was before multi-file workspaces."""
     digest = hashlib.sha256(b'{"cases":[')
     for index, encoded in enumerate(encoded_cases):
         digest.update(b"," + encoded if index else encoded)
-    digest.update(b'],"participant_files":' + canonical_json(participant_files))
+    digest.update(b"]")
+    if layout:
+        digest.update(b',"layout":' + canonical_json(layout))
+    digest.update(b',"participant_files":' + canonical_json(participant_files))
     digest.update(b',"references":' + canonical_json(references) + b"}")
     return digest.hexdigest()
 
@@ -269,12 +278,22 @@ def _render_file(template: TemplateSpec, relative: str, mapping: dict[str, str])
     return _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
 
 
-def _shipped_files(template: TemplateSpec, mapping: dict[str, str]) -> dict[str, str]:
-    """Legacy code and data under ``files/``: paths always rendered, ``*.tmpl`` contents too."""
-    root = template.path / "files"
-    out: dict[str, str] = {}
+def _check_path(path: Path, relative: str) -> None:
+    parts = relative.split("/")
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or parts[0] in _RESERVED:
+        raise BankError(f"{path}: renders to the unsafe or reserved workspace path {relative!r}.")
+
+
+def _render_tree(
+    template: TemplateSpec, tree: str, mapping: dict[str, str]
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Files under ``tree/``: paths always rendered, ``*.tmpl`` contents too (suffix dropped);
+    images (``IMAGE_SUFFIXES``) copied as bytes, every other file must be UTF-8 text."""
+    root = template.path / tree
+    texts: dict[str, str] = {}
+    images: dict[str, bytes] = {}
     if not root.is_dir():
-        return out
+        return texts, images
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         if "__pycache__" in path.parts:
             continue
@@ -282,16 +301,91 @@ def _shipped_files(template: TemplateSpec, mapping: dict[str, str]) -> dict[str,
         if path.suffix == ".tmpl":
             relative = relative.removesuffix(".tmpl")
             text = _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
+        elif path.suffix.lower() in IMAGE_SUFFIXES:
+            _check_path(path, relative)
+            images[relative] = path.read_bytes()
+            continue
         else:
-            text = path.read_text(encoding="utf-8")
-        parts = relative.split("/")
-        if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or parts[0] in _RESERVED:
-            raise BankError(
-                f"{path}: renders to the unsafe or reserved workspace path {relative!r}."
-            )
-        if relative in out:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise BankError(
+                    f"{path}: is neither UTF-8 text nor an image ({', '.join(IMAGE_SUFFIXES)})."
+                ) from exc
+        _check_path(path, relative)
+        if relative in texts or relative in images:
             raise BankError(f"{path}: renders to {relative!r}, which another file also uses.")
-        out[relative] = text
+        texts[relative] = text
+    return texts, images
+
+
+def _merge(target: dict[str, Any], extra: dict[str, Any], where: str) -> None:
+    clash = sorted(set(target) & set(extra))
+    if clash:
+        raise BankError(f"{where}: the workspace path {clash[0]!r} is used twice.")
+    target.update(extra)
+
+
+def _diagrams(template: TemplateSpec, mapping: dict[str, str]) -> dict[str, str]:
+    """``diagrams/<name>.dot.tmpl`` -> {"diagrams/<name>.svg": rendered DOT source}."""
+    root = template.path / "diagrams"
+    if not root.is_dir():
+        return {}
+    return {
+        f"diagrams/{path.name.removesuffix('.dot.tmpl')}.svg": _substitute(
+            path.read_text(encoding="utf-8"), mapping, str(path)
+        )
+        for path in sorted(root.glob("*.dot.tmpl"))
+    }
+
+
+def _entry_points(
+    template: TemplateSpec, mapping: dict[str, str], workspace: set[str]
+) -> tuple[EntryPoint, ...]:
+    where = str(template.path / "template.toml")
+    raw = template.raw.get("entry_points") or [
+        {"kind": "function", "module": "solution", "name": "${entry_point}"}
+    ]
+    entries = []
+    for index, item in enumerate(raw):
+        module = _substitute(item["module"], mapping, where)
+        name = _substitute(item.get("name", ""), mapping, where)
+        if not all(part.isidentifier() for part in module.split(".")):
+            raise BankError(f"{where}: entry_points[{index}].module renders to {module!r}.")
+        file = module.replace(".", "/")
+        if f"{file}.py" not in workspace and f"{file}/__init__.py" not in workspace:
+            raise BankError(
+                f"{where}: entry_points[{index}].module {module!r} is no file of the workspace."
+            )
+        entry_id = item.get("id", "main" if index == 0 else "")
+        entries.append(EntryPoint(id=entry_id, kind=item["kind"], module=module, name=name))
+    return tuple(entries)
+
+
+def _references(
+    template: TemplateSpec, mapping: dict[str, str], starter: dict[str, str]
+) -> dict[str, dict[str, str]]:
+    """Each reference as the full editable set: ``references/<kind>.py.tmpl`` is the one editable
+    file; ``references/<kind>/`` holds the editable files it changes (the rest: the starter)."""
+    out: dict[str, dict[str, str]] = {}
+    for kind in REFERENCE_KINDS:
+        single = f"references/{kind}.py.tmpl"
+        if (template.path / single).is_file():
+            if len(starter) != 1:
+                raise BankError(
+                    f"{template.path / single}: a task with several editable files needs the "
+                    f"directory references/{kind}/ instead."
+                )
+            out[kind] = {next(iter(starter)): _render_file(template, single, mapping)}
+            continue
+        files, images = _render_tree(template, f"references/{kind}", mapping)
+        stray = sorted((set(files) | set(images)) - set(starter))
+        if stray:
+            raise BankError(
+                f"{template.path / 'references' / kind}: {stray[0]!r} is not an editable file "
+                "(references may only replace files of starter/)."
+            )
+        out[kind] = {**starter, **files}
     return out
 
 
@@ -327,18 +421,59 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
         **scope,
         **context,
     }
-    files = {
-        target: _render_file(template, source, mapping) for target, source in _FIXED_FILES.items()
-    }
+    where = str(template.path)
+    files = {README: _render_file(template, "README.md.tmpl", mapping)}
     files[TASK_DATA_FILE] = pretty_json(task_data) + "\n"
     files[SUBMIT_FILE] = SUBMIT_SCRIPT
-    files.update(_shipped_files(template, mapping))
-    references = {
-        kind: _render_file(template, f"references/{kind}.py.tmpl", mapping)
-        for kind in REFERENCE_KINDS
+    images: dict[str, bytes] = {}
+    trees = {
+        tree: _render_tree(template, tree, mapping) for tree in ("starter", "visible", "files")
     }
+    for tree, (texts, pictures) in trees.items():
+        if tree != "files" and pictures:
+            raise BankError(f"{where}/{tree}: holds an image; images belong under files/.")
+        _merge(files, texts, f"{where}/{tree}")
+        _merge(images, pictures, f"{where}/{tree}")
+    if set(images) & set(files):
+        raise BankError(
+            f"{where}: the workspace path {sorted(set(images) & set(files))[0]!r} is used twice."
+        )
+    starter = dict(sorted(trees["starter"][0].items()))
+    visible_tests = tuple(
+        sorted(
+            p
+            for p in trees["visible"][0]
+            if "/" not in p and p.startswith("test") and p.endswith(".py")
+        )
+    )
+    if not visible_tests:
+        raise BankError(f"{where}/visible: needs at least one top-level test*.py module.")
+    diagrams = _diagrams(template, mapping)
+    _merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
+    entry_points = _entry_points(template, mapping, set(files))
+    ids = {entry.id for entry in entry_points}
+    for case in cases:
+        if case.entry and case.entry not in ids:
+            raise BankError(
+                f"{where}/generator.py: case {case.name} calls unknown entry {case.entry!r}."
+            )
+    references = _references(template, mapping, starter)
     participant_files = dict(sorted(files.items()))
-    digest = instance_hash(participant_files, references, encoded_cases)
+    single = list(starter) == ["solution.py"] and "entry_points" not in template.raw
+    layout: dict[str, Any] = {}
+    if not single or images or diagrams or visible_tests != ("test_visible.py",):
+        layout = {
+            "editable": list(starter),
+            "entry_points": [vars(entry) for entry in entry_points],
+            "visible_tests": list(visible_tests),
+            "images": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(images.items())},
+            "diagrams": diagrams,
+        }
+    hashed_files = {p: t for p, t in participant_files.items() if p not in diagrams}
+    hashed_refs: dict[str, Any] = (
+        {kind: ref["solution.py"] for kind, ref in references.items()} if single else references
+    )
+    digest = instance_hash(hashed_files, hashed_refs, encoded_cases, layout)
     compare: Compare | None = getattr(generator, "compare", None)
     return Instance(
         template=template,
@@ -352,6 +487,11 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
         cases=cases,
         content_hash=digest,
         compare=compare,
+        editable=tuple(starter),
+        entry_points=entry_points,
+        visible_tests=visible_tests,
+        images=dict(sorted(images.items())),
+        diagrams=diagrams,
     )
 
 
@@ -365,6 +505,8 @@ def evaluation_record(instance: Instance) -> dict[str, Any]:
         "seed": instance.seed,
         "instance_hash": instance.content_hash,
         "entry_point": instance.entry_point,
+        "entry_points": [vars(entry) for entry in instance.entry_points],
+        "editable": list(instance.editable),
         "names": instance.names,
         "params": instance.params,
         "constraint": instance.constraint,
@@ -376,14 +518,19 @@ def evaluation_record(instance: Instance) -> dict[str, Any]:
 
 def write_instance(instance: Instance, out_dir: Path, with_references: bool) -> list[Path]:
     """Write the participant files (and ``references/`` only if asked); returns the paths."""
-    files = dict(instance.participant_files)
+    files: dict[str, bytes] = {p: t.encode() for p, t in instance.participant_files.items()}
+    files.update(instance.images)
     if with_references:
-        files.update({f"references/{k}.py": v for k, v in instance.references.items()})
+        for kind, reference in instance.references.items():
+            if list(reference) == ["solution.py"]:
+                files[f"references/{kind}.py"] = reference["solution.py"].encode()
+            else:
+                files.update({f"references/{kind}/{p}": t.encode() for p, t in reference.items()})
     written: list[Path] = []
-    for relative, text in sorted(files.items()):
+    for relative, data in sorted(files.items()):
         path = out_dir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
+        path.write_bytes(data)
         path.chmod(0o755 if relative == SUBMIT_FILE else 0o644)
         written.append(path)
     return written

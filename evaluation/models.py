@@ -85,11 +85,18 @@ class Calibration(models.Model):
 
 
 class Submission(models.Model):
-    """An immutable solution file for an instance, from anyone: participant, bot or LLM."""
+    """An immutable solution for an instance, from anyone: participant, bot or LLM."""
 
     instance = models.ForeignKey(TaskInstance, on_delete=models.PROTECT, related_name="submissions")
-    source = models.BinaryField(help_text="The solution.py bytes exactly as received.")
-    sha256 = models.CharField(max_length=64)
+    files = models.JSONField(
+        help_text="The instance's editable files as submitted (path -> text); read-only files "
+        "always come from the instance."
+    )
+    sha256 = models.CharField(
+        max_length=64,
+        help_text="sha256 of solution.py's bytes for a one-file task, else of the files' "
+        "canonical JSON.",
+    )
     source_label = models.CharField(
         max_length=100, help_text="Who produced it, e.g. 'participant', 'bot:naive', 'llm:gpt-x'."
     )

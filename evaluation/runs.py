@@ -3,36 +3,66 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from evaluation.runtimes import blas_threads
 from evaluation.sandbox import call_spec
 from evaluation.sandbox import unittest_spec as sandbox_unittest_spec
 from evaluation.sandbox.base import RunResult, RunSpec, RunStatus, Sandbox
-from evaluation.spec import Instance, TestCase
+from evaluation.spec import EntryPoint, Instance, TestCase
 
 SANDBOX_RETRIES = 2  # extra attempts for a run that ended in SANDBOX_ERROR
 
 
-def empty_solution(entry_point: str) -> bytes:
-    """A solution that does nothing: the harness's own cost, subtracted from every measurement."""
-    return f"def {entry_point}(*args, **kwargs):\n    return None\n".encode()
+Files = dict[str, str]  # workspace path -> text: a solver's editable files
+
+
+def workspace_of(instance: Instance, files: Files) -> dict[str, bytes]:
+    """The whole workspace a run sees: the instance's read-only files and images with the
+    solver's editable files over them (encoded once per grading, reused by every run)."""
+    workspace = {path: text.encode() for path, text in instance.participant_files.items()}
+    workspace.update(instance.images)
+    workspace.update({path: text.encode() for path, text in files.items()})
+    return workspace
+
+
+def _module_path(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
+def empty_workspace(instance: Instance, entry: EntryPoint) -> dict[str, bytes]:
+    """A solution that does nothing, called the same way: the harness's own cost (and the
+    workspace's), subtracted from every measurement."""
+    if entry.kind == "cli":
+        stub = "# does nothing\n"
+    elif entry.kind == "wsgi":
+        stub = (
+            f"def {entry.name}(environ, start_response):\n"
+            "    start_response('200 OK', [])\n    return [b'']\n"
+        )
+    else:
+        stub = f"def {entry.name}(*args, **kwargs):\n    return None\n"
+    workspace = workspace_of(instance, {})
+    path = _module_path(entry.module)
+    if path not in workspace and f"{path[:-3]}/__init__.py" in workspace:
+        path = f"{path[:-3]}/__init__.py"
+    workspace[path] = stub.encode()
+    return workspace
 
 
 def case_spec(
     instance: Instance,
-    source: bytes,
+    workspace: dict[str, bytes],
     case: TestCase,
     *,
     cpu_s: float,
     mem_mib: int,
 ) -> RunSpec:
-    """One fresh process calling the entry point on this case's input. The expected output
-    stays on the host."""
+    """One fresh process calling the case's entry point on its input in ``workspace`` (from
+    ``workspace_of``). The expected output stays on the host."""
     return call_spec(
-        source,
-        instance.entry_point,
+        workspace,
+        instance.entry(case).request(),
         case.args,
         case.kwargs,
         cpu_s=cpu_s,
@@ -52,25 +82,14 @@ def runtime_limits(instance: Instance) -> dict[str, Any]:
     }
 
 
-def unittest_spec(instance: Instance, source: bytes, *, cpu_s: float, mem_mib: int) -> RunSpec:
-    """Run the participant's visible ``test_visible.py`` against ``source`` (output is shown).
-
-    The tests may read task_data.json or import legacy modules beside them, so the sandbox gets
-    every flat participant file, with the submitted source as solution.py.
-    """
-    spec = sandbox_unittest_spec(
-        source,
-        instance.participant_files["test_visible.py"],
-        cpu_s=cpu_s,
-        mem_mib=mem_mib,
-        **runtime_limits(instance),
+def unittest_spec(instance: Instance, files: Files, *, cpu_s: float, mem_mib: int) -> RunSpec:
+    """Run the participant's visible tests against their editable ``files`` in the whole
+    workspace (the tests may read data files or import the project's modules)."""
+    workspace = workspace_of(instance, files)
+    tests = {path: workspace.pop(path) for path in instance.visible_tests}
+    return sandbox_unittest_spec(
+        workspace, tests, cpu_s=cpu_s, mem_mib=mem_mib, **runtime_limits(instance)
     )
-    extra = {
-        name: text.encode()
-        for name, text in instance.participant_files.items()
-        if "/" not in name and name.endswith((".py", ".json", ".csv", ".txt"))
-    }
-    return replace(spec, files={**extra, **spec.files})
 
 
 def accounting_of(results: Sequence[RunResult]) -> set[str]:

@@ -4,7 +4,6 @@ commit."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,6 +22,7 @@ from evaluation.runtimes import RuntimeMissing, require_runtime
 from evaluation.sandbox import get_sandbox
 from evaluation.sandbox.base import Sandbox
 from evaluation.spec import Instance, TemplateSpec
+from evaluation.submissions import Submitted, check_files, files_sha256
 
 
 class GradingUnavailable(Exception):
@@ -118,21 +118,25 @@ def submit_solution(
     *,
     template_slug: str,
     seed: int,
-    source: bytes,
+    files: Submitted,
     source_label: str,
     duration_s: float | None = None,
     tokens: int | None = None,
     time_limit_s: float | None = None,
     enqueue: bool = True,
 ) -> Evaluation:
-    """Store an immutable submission and queue its grading (the task starts after commit).
+    """Store an immutable submission of the instance's editable ``files`` (path -> text;
+    missing ones are the starter's) and queue its grading (the task starts after commit).
+    Raises ``BadSubmission`` (a ValueError, with a sentence) for files that cannot be graded.
     ``time_limit_s`` is the time the solver had (a trial's arm limit): completion time is
     capped at it (PAR-N); without one, at an hour."""
-    instance_row = record_instance(get_instance(template_slug, seed))
+    instance = get_instance(template_slug, seed)
+    checked = check_files(instance, files)
+    instance_row = record_instance(instance)
     submission = Submission.objects.create(
         instance=instance_row,
-        source=source,
-        sha256=hashlib.sha256(source).hexdigest(),
+        files=checked,
+        sha256=files_sha256(checked),
         source_label=source_label,
     )
     evaluation = Evaluation.objects.create(
@@ -195,7 +199,7 @@ def run_evaluation(
 
     report = grade_instance(
         instance,
-        bytes(evaluation.submission.source),
+        dict(evaluation.submission.files),
         sandbox=sandbox,
         duration_s=evaluation.duration_s,
         tokens=evaluation.tokens,
@@ -211,7 +215,7 @@ def run_evaluation(
 
 def grade_instance(
     instance: Instance,
-    source: bytes,
+    files: Submitted,
     *,
     sandbox: Sandbox,
     duration_s: float | None = None,
@@ -232,12 +236,12 @@ def grade_instance(
         "progress": progress,
     }
     try:
-        report = grade(instance, source, sandbox=sandbox, calibration=record.result, **options)
+        report = grade(instance, files, sandbox=sandbox, calibration=record.result, **options)
     except CanaryDrift:
         record = get_or_create_calibration(instance, sandbox, force=True)
         report = grade(
             instance,
-            source,
+            files,
             sandbox=sandbox,
             calibration=record.result,
             tolerate_drift=True,

@@ -14,6 +14,28 @@ TestKind = Literal["functional", "performance"]
 Compare = Callable[[Any, Any], tuple[bool, str]]
 
 
+EntryKind = Literal["function", "cli", "wsgi"]
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """How the grader calls a solution (``[[entry_points]]`` of template.toml, rendered).
+
+    ``function``: ``module.name(*args, **kwargs)``; ``cli``: ``python -m module *args`` with the
+    case's ``stdin``; ``wsgi``: the WSGI application ``module.name`` called in-process with one
+    request. ``module`` is a dotted path relative to the workspace root.
+    """
+
+    id: str
+    kind: EntryKind
+    module: str
+    name: str = ""
+
+    def request(self) -> dict[str, str]:
+        """The harness's ``entry`` object."""
+        return {"kind": self.kind, "module": self.module, "name": self.name}
+
+
 @dataclass(frozen=True)
 class TestCase:
     """One call of the entry point with JSON arguments and the expected JSON result.
@@ -30,6 +52,7 @@ class TestCase:
     expected: Any
     kwargs: dict[str, Any] = field(default_factory=dict)
     visible: bool = False
+    entry: str = ""  # the id of the entry point it calls; "" for the first one
 
 
 @dataclass(frozen=True)
@@ -62,15 +85,33 @@ class Instance:
     constraint: dict[str, str]  # the chosen implementation constraint (id, text)
     context: dict[str, str]  # company, role, scenario, ...
     names: dict[str, str]  # interface names; names["entry_point"] is the function graded
-    participant_files: dict[str, str]  # relative path -> text, what the participant gets
-    references: dict[str, str]  # "efficient" / "naive" -> rendered source
+    participant_files: dict[str, str]  # workspace path -> text, what the participant gets
+    references: dict[str, dict[str, str]]  # "efficient" / "naive" -> editable path -> text
     cases: list[TestCase]  # visible + hidden functional + performance
     content_hash: str  # sha256 over participant files, references and cases
     compare: Compare | None = None  # template-specific comparison, else JSON equality
+    editable: tuple[str, ...] = ("solution.py",)  # the files a solver edits; they are graded
+    entry_points: tuple[EntryPoint, ...] = ()
+    visible_tests: tuple[str, ...] = ("test_visible.py",)  # unittest modules the solver runs
+    images: dict[str, bytes] = field(default_factory=dict)  # binary images the solver sees
+    diagrams: dict[str, str] = field(default_factory=dict)  # rendered .svg path -> DOT source
 
     @property
     def entry_point(self) -> str:
         return self.names["entry_point"]
+
+    def starter_files(self) -> dict[str, str]:
+        """Editable path -> starter text."""
+        return {path: self.participant_files[path] for path in self.editable}
+
+    def entry(self, case: TestCase) -> EntryPoint:
+        """The entry point ``case`` calls (the first one unless it names another)."""
+        if not case.entry:
+            return self.entry_points[0]
+        for entry in self.entry_points:
+            if entry.id == case.entry:
+                return entry
+        raise KeyError(case.entry)
 
     @property
     def hidden_cases(self) -> list[TestCase]:

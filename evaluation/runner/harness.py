@@ -18,22 +18,31 @@ The solution runs in the main thread (so ``signal.signal`` works for it) with a 
 of 10 000; the runner gives the process a 64 MiB stack (``RLIMIT_STACK``), enough for that depth
 even through C-level recursion, so deep recursion ends in a clean ``RecursionError``.
 
-Mode ``call``::
+The participant's workspace (the read-only project files with the submitted editable files
+over them) is a directory tree at ``root`` (``/sandbox/work``); it is put first on ``sys.path``
+and is the working directory, so modules import each other and data files open by relative path.
 
-    {"mode": "call", "module_file": "/sandbox/solution.py", "entry": "two_sum",
+Mode ``call`` (``entry.kind``: ``function``, ``cli`` or ``wsgi``)::
+
+    {"mode": "call", "root": "/sandbox/work",
+     "entry": {"kind": "function", "module": "solution", "name": "two_sum"},
      "args": [...], "kwargs": {...}, "path": ["/runtime/python3.11-data/site-packages"]}
     -> {"ok": true, "result": <json>}
     -> {"ok": false, "error": "<code>", "message": "<one line for the participant>"}
 
+    function: ``module.name(*args, **kwargs)``; the result is its return value.
+    cli: ``module`` runs as ``__main__`` with ``sys.argv = [module, *args]`` and standard input
+         ``kwargs["stdin"]`` (text); the result is ``{"exit": <status>, "stdout": <text>}``.
+    wsgi: ``module.name`` is a WSGI application called in-process with the request ``args[0]``
+         (``method``, ``path``, ``query``, ``headers``, ``body`` text); the result is
+         ``{"status": <int>, "headers": {<lower-case name>: <value>}, "body": <text>}``.
+
 Mode ``unittest``::
 
-    {"mode": "unittest", "test_file": "/sandbox/test_visible.py"}
-    (run from /sandbox, read-only, with /sandbox on sys.path)
+    {"mode": "unittest", "root": "/sandbox/work", "tests": ["test_visible.py"]}
+    (run from the read-only root, with the root on sys.path)
     -> unittest's verbose text output, then
        {"ok": true, "tests_run": n, "failures": f, "errors": e, "skipped": s}
-
-``path`` (optional, both modes): directories put first on ``sys.path`` before any participant
-code is imported, a task runtime's packages (``-I`` ignores ``PYTHONPATH``).
 
 Error codes: ``BadRequest``, ``EncodingError``, ``SyntaxError``, ``MissingEntryPoint``,
 ``Exception`` (raised by the solution at import or call time), ``RecursionError``,
@@ -52,7 +61,6 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from importlib.machinery import ModuleSpec, SourceFileLoader
 
 # Every import here is paid on every run: no `typing`, `contextlib` or `importlib.util` (each
 # costs several ms of start-up), and annotations are never evaluated.
@@ -138,22 +146,29 @@ def _short(text: str) -> str:
     return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 3] + "..."
 
 
-def _where(tb: TracebackType | None, files: tuple[str, ...], with_name: bool) -> str:
+def _relative(filename: str, root: str) -> str:
+    """``filename``'s path in the workspace, or "" when it lies outside it."""
+    if root and filename.startswith(root + "/"):
+        return filename[len(root) + 1 :]
+    return ""
+
+
+def _where(tb: TracebackType | None, root: str, with_name: bool) -> str:
     found = ""
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if filename in files:
-            name = os.path.basename(filename)
+        name = _relative(tb.tb_frame.f_code.co_filename, root)
+        if name:
             found = f" ({name}, line {tb.tb_lineno})" if with_name else f" (line {tb.tb_lineno})"
         tb = tb.tb_next
     return found
 
 
-def describe(exc: BaseException, files: tuple[str, ...], with_name: bool = False) -> str:
-    """One short line a participant understands, e.g. ``ValueError: bad (line 3)``."""
+def describe(exc: BaseException, root: str, with_name: bool = False) -> str:
+    """One short line a participant understands, e.g. ``ValueError: bad (pricing.py, line 3)``;
+    lines are located in the workspace's files (``root``), never in the harness."""
     name = type(exc).__name__
     if isinstance(exc, SyntaxError):
-        where = os.path.basename(exc.filename or "")
+        where = _relative(exc.filename or "", root) or os.path.basename(exc.filename or "")
         loc = f" ({where}, line {exc.lineno})" if with_name and where else f" (line {exc.lineno})"
         return _short(f"{name}: {exc.msg}") + (loc if exc.lineno else "")
     try:
@@ -161,39 +176,50 @@ def describe(exc: BaseException, files: tuple[str, ...], with_name: bool = False
     except Exception:  # a hostile __str__
         text = ""
     head = _short(f"{name}: {text}" if text else name)
-    return head + _where(exc.__traceback__, files, with_name)
+    return head + _where(exc.__traceback__, root, with_name)
 
 
-def load_module(path: str, name: str) -> ModuleType:
-    """Import ``path`` as module ``name``; source must be UTF-8."""
+def _module_file(root: str, module: object) -> str:
+    """The file of dotted ``module`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``)."""
+    parts = module.split(".") if isinstance(module, str) else []
+    if not parts or not all(p.isidentifier() for p in parts):
+        raise HarnessError("BadRequest", f"{module!r} is not a module name")
+    base = os.path.join(root, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    shown = "/".join(parts) + ".py"
+    raise HarnessError("MissingEntryPoint", f"the workspace has no module {module} ({shown})")
+
+
+def check_source(path: str, root: str) -> None:
+    """Refuse, with the participant's file and line, a module that is not UTF-8 or does not
+    compile (before importing it, so the message names their file, not the import system)."""
+    name = _relative(path, root) or os.path.basename(path)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as exc:
-        raise HarnessError("BadRequest", f"cannot read {os.path.basename(path)}: {exc}") from None
+        raise HarnessError("BadRequest", f"cannot read {name}: {exc}") from None
     try:
         source = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        message = (
-            f"{os.path.basename(path)} is not valid UTF-8 "
-            f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        )
+        message = f"{name} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
         raise HarnessError("EncodingError", message) from None
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise HarnessError("SyntaxError", describe(exc, (path,))) from None
+        raise HarnessError("SyntaxError", describe(exc, root, True)) from None
     except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
-        raise HarnessError("SyntaxError", _short(f"SyntaxError: {exc}")) from None
-    # What importlib.util.spec_from_file_location + module_from_spec produce, without the import.
-    loader = SourceFileLoader(name, path)
-    spec = ModuleSpec(name, loader, origin=path)
-    spec.has_location = True
-    module = type(sys)(name)
-    module.__spec__, module.__loader__, module.__file__ = spec, loader, path
-    sys.modules[name] = module
-    exec(code, module.__dict__)  # noqa: S102 - running the solution is the point, sandboxed
-    return module
+        raise HarnessError("SyntaxError", _short(f"SyntaxError: {exc} ({name})")) from None
+
+
+def import_module(root: str, module: str) -> ModuleType:
+    """Import dotted ``module`` from the workspace the normal way (packages, relative imports
+    and imports between the participant's modules all work)."""
+    check_source(_module_file(root, module), root)
+    __import__(module)
+    return sys.modules[module]
 
 
 def _fail(code: str, message: str) -> str:
@@ -204,20 +230,50 @@ def _json_default(value: object) -> object:
     raise _Unserialisable(type(value).__name__)
 
 
-def do_call(request: dict[str, Any]) -> str:
-    path = _resolve(request.get("module_file", "/sandbox/solution.py"))
+def _enter(root: str) -> None:
+    """Make the workspace the import root and the working directory."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    os.chdir(root)
+
+
+def _entry(request: dict[str, Any]) -> tuple[str, str, str]:
     entry = request.get("entry")
-    args = request.get("args", [])
-    kwargs = request.get("kwargs", {})
-    if not isinstance(entry, str) or not isinstance(args, list) or not isinstance(kwargs, dict):
-        return _fail("BadRequest", "the request needs 'entry' (str), 'args' (list), 'kwargs'")
-    module = load_module(path, "solution")
+    if not isinstance(entry, dict):
+        raise HarnessError("BadRequest", "the request needs an 'entry' object")
+    kind, module, name = entry.get("kind"), entry.get("module"), entry.get("name", "")
+    if kind not in ("function", "cli", "wsgi") or not isinstance(module, str):
+        raise HarnessError("BadRequest", "the entry needs kind function|cli|wsgi and a module")
+    if kind != "cli" and (not isinstance(name, str) or not name.isidentifier()):
+        raise HarnessError("BadRequest", "a function or wsgi entry needs a name")
+    return kind, module, str(name)
+
+
+def _attribute(module: ModuleType, entry: str, label: str) -> Callable[..., Any]:
     function = getattr(module, entry, None)
     if function is None:
-        return _fail("MissingEntryPoint", f"solution.py defines no function named {entry!r}")
+        raise HarnessError("MissingEntryPoint", f"{label} defines no {entry!r}")
     if not callable(function):
-        return _fail("MissingEntryPoint", f"{entry!r} in solution.py is not a function")
-    result = function(*args, **kwargs)
+        raise HarnessError("MissingEntryPoint", f"{entry!r} in {label} is not callable")
+    return function
+
+
+def do_call(request: dict[str, Any]) -> str:
+    root = _resolve(request.get("root", "/sandbox/work"))
+    kind, module_name, entry = _entry(request)
+    args = request.get("args", [])
+    kwargs = request.get("kwargs", {})
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return _fail("BadRequest", "the request needs 'args' (list) and 'kwargs' (object)")
+    _enter(root)
+    label = module_name.replace(".", "/") + ".py"
+    if kind == "cli":
+        result: object = run_cli(root, module_name, args, kwargs)
+    elif kind == "wsgi":
+        application = _attribute(import_module(root, module_name), entry, label)
+        result = call_wsgi(application, args[0] if args else {})
+    else:
+        result = _attribute(import_module(root, module_name), entry, label)(*args, **kwargs)
     try:
         return '{"ok": true, "result": ' + json_dumps(result, _json_default) + "}\n"
     except _Unserialisable as exc:
@@ -227,16 +283,100 @@ def do_call(request: dict[str, Any]) -> str:
     return _fail("NotSerializable", message)
 
 
+def run_cli(root: str, module: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Run ``module`` as ``python -m module *args`` in this process, standard input from
+    ``kwargs["stdin"]``; what it prints to ``sys.stdout`` is the output."""
+    import io
+    import runpy
+
+    check_source(_module_file(root, module), root)
+    stdin = kwargs.get("stdin", "")
+    if not isinstance(stdin, str) or not all(isinstance(a, str) for a in args):
+        raise HarnessError("BadRequest", "a cli call takes string arguments and stdin text")
+    captured = io.StringIO()
+    saved = sys.argv, sys.stdin, sys.stdout
+    sys.argv, sys.stdin, sys.stdout = [module, *args], io.StringIO(stdin), captured
+    status: object = 0
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        status = exc.code if exc.code is not None else 0
+        if not isinstance(status, int):  # sys.exit("message"): printed, status 1
+            sys.stderr.write(f"{status}\n")
+            status = 1
+    finally:
+        sys.argv, sys.stdin, sys.stdout = saved
+    return {"exit": status, "stdout": captured.getvalue()}
+
+
+def call_wsgi(application: Callable[..., Any], request: object) -> dict[str, Any]:
+    """Call a WSGI application in-process with one request (PEP 3333 environ)."""
+    import io
+
+    if not isinstance(request, dict):
+        raise HarnessError("BadRequest", "a wsgi call takes one request object")
+    body = str(request.get("body", "")).encode("utf-8")
+    path, query = str(request.get("path", "/")), str(request.get("query", ""))
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": str(request.get("method", "GET")).upper(),
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "sandbox",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": True,
+    }
+    for key, value in dict(request.get("headers") or {}).items():
+        name = str(key).upper().replace("-", "_")
+        if name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            environ[name] = str(value)
+        else:
+            environ["HTTP_" + name] = str(value)
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started["status"], started["headers"] = status, headers
+        return lambda data: chunks.append(bytes(data))
+
+    chunks: list[bytes] = []
+    iterable = application(environ, start_response)
+    try:
+        for chunk in iterable:
+            chunks.append(bytes(chunk))
+    finally:
+        close = getattr(iterable, "close", None)
+        if callable(close):
+            close()
+    if "status" not in started:
+        raise HarnessError("Exception", "the application never called start_response")
+    code = str(started["status"]).split(" ", 1)[0]
+    return {
+        "status": int(code) if code.isdigit() else 0,
+        "headers": {str(k).lower(): str(v) for k, v in started["headers"]},
+        "body": b"".join(chunks).decode("utf-8", "replace"),
+    }
+
+
 def do_unittest(request: dict[str, Any], result_fd: int) -> str:  # result_fd: the child's pipe
     import unittest
 
-    path = _resolve(request.get("test_file"))
-    if HERE not in sys.path:
-        sys.path.insert(0, HERE)
-    os.chdir(HERE)  # as a participant runs them: relative reads (task_data.json) work
-    name = os.path.splitext(os.path.basename(path))[0]
-    module = load_module(path, name)
-    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    root = _resolve(request.get("root", "/sandbox/work"))
+    tests = request.get("tests")
+    if not isinstance(tests, list) or not tests:
+        raise HarnessError("BadRequest", "the request names no test files")
+    _enter(root)  # as a participant runs them: relative reads (task_data.json) work
+    suite = unittest.TestSuite()
+    for test_file in tests:
+        name = str(test_file).removesuffix(".py").replace("/", ".")
+        suite.addTests(unittest.defaultTestLoader.loadTestsFromModule(import_module(root, name)))
     with open(result_fd, "w", encoding="utf-8", errors="replace", closefd=False) as stream:
         outcome = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
         stream.flush()
@@ -271,8 +411,11 @@ def handle(request: object, result_fd: int) -> tuple[str, str]:
         _add_paths(request.get("path", []))
     except HarnessError as exc:
         return _fail(exc.code, exc.message), ""
-    named = [_resolve(request[key]) for key in ("module_file", "test_file") if key in request]
-    files = (*named, os.path.join(HERE, "solution.py"))
+    root = (
+        _resolve(request.get("root", "/sandbox/work"))
+        if isinstance(request.get("root", ""), str)
+        else ""
+    )
     unittest_mode = request["mode"] == "unittest"
     try:
         if unittest_mode:
@@ -283,13 +426,13 @@ def handle(request: object, result_fd: int) -> tuple[str, str]:
     except MemoryError:
         return _fail("MemoryError", OUT_OF_MEMORY), "MemoryError"
     except RecursionError as exc:
-        return _fail("RecursionError", describe(exc, files, unittest_mode)), ""
+        return _fail("RecursionError", describe(exc, root, True)), ""
     except SystemExit as exc:
         return _fail("Exit", f"the solution called exit({exc.code!r})"), ""
     except SyntaxError as exc:  # raised while the test module imports the solution
-        return _fail("SyntaxError", describe(exc, files, unittest_mode)), ""
+        return _fail("SyntaxError", describe(exc, root, True)), ""
     except BaseException as exc:
-        message = describe(exc, files, unittest_mode)
+        message = describe(exc, root, True)
         note = message if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS else ""
         return _fail("Exception", message), note
 

@@ -119,7 +119,7 @@ class Spec:
         if not isinstance(raw, dict):
             raise BatchError("every spec must be a JSON object")
         try:
-            self.files = {_check_name(k): base64.b64decode(v) for k, v in raw["files"].items()}
+            self.files = {_check_path(k): base64.b64decode(v) for k, v in raw["files"].items()}
             self.argv = [str(a) for a in raw["argv"]]
             self.stdin = base64.b64decode(raw.get("stdin", ""))
             self.cpu_s, self.wall_s = float(raw["cpu_s"]), float(raw["wall_s"])
@@ -158,6 +158,13 @@ class Spec:
 def _check_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         raise BatchError(f"invalid file name {name!r}: files must have flat names")
+    return name
+
+
+def _check_path(name: str) -> str:
+    """A file's relative path (``work/app/pricing.py``): no empty, ``.`` or ``..`` part."""
+    if not name or "\0" in name or any(p in ("", ".", "..") for p in name.split("/")):
+        raise BatchError(f"invalid file name {name!r}: files must have plain relative paths")
     return name
 
 

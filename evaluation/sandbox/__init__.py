@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,41 +107,54 @@ def _add_runtime_path(request: dict[str, Any], limits: dict[str, Any]) -> None:
         request["path"] = [path]
 
 
+WORK = "work"  # the workspace's directory under /sandbox
+Workspace = str | bytes | Mapping[str, str | bytes]
+
+
+def workspace_files(workspace: Workspace) -> dict[str, bytes]:
+    """The run's files under ``/sandbox/work``: a mapping of workspace paths to contents, or one
+    source text, which becomes ``solution.py``."""
+    if isinstance(workspace, str | bytes):
+        workspace = {"solution.py": workspace}
+    return {f"{WORK}/{path}": _source(data) for path, data in workspace.items()}
+
+
 def call_spec(
-    solution: str | bytes,
-    entry: str,
+    workspace: Workspace,
+    entry: str | dict[str, str],
     args: list[Any],
     kwargs: dict[str, Any] | None = None,
     **limits: Any,
 ) -> RunSpec:
-    """One call of ``entry(*args, **kwargs)`` in ``solution.py``; ``limits``: RunSpec fields
-    (``runtime="python3.11-data"`` runs it with that runtime's packages)."""
+    """One call of an entry point in the workspace (a files mapping, or one ``solution.py``
+    source): ``entry`` is ``{"kind", "module", "name"}`` (see the harness) or a function name
+    in ``solution``. ``limits``: RunSpec fields (``runtime="python3.11-data"`` runs it with that
+    runtime's packages)."""
+    if isinstance(entry, str):
+        entry = {"kind": "function", "module": "solution", "name": entry}
     request: dict[str, Any] = {
         "mode": "call",
-        "module_file": "/sandbox/solution.py",
+        "root": f"/sandbox/{WORK}",
         "entry": entry,
         "args": args,
         "kwargs": kwargs or {},
     }
     _add_runtime_path(request, limits)
-    files = {"harness.py": harness_source(), "solution.py": _source(solution)}
+    files = {"harness.py": harness_source(), **workspace_files(workspace)}
     return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
 
 
 def unittest_spec(
-    solution: str | bytes,
-    tests: str | bytes,
-    test_name: str = "test_visible.py",
+    workspace: Workspace,
+    tests: Mapping[str, str | bytes],
     **limits: Any,
 ) -> RunSpec:
-    """Run a unittest module against ``solution.py`` (both at ``/sandbox``)."""
-    request: dict[str, Any] = {"mode": "unittest", "test_file": f"/sandbox/{test_name}"}
+    """Run unittest modules (``tests``: workspace path -> source, top-level ``test_*.py``)
+    against the workspace; both end up in ``/sandbox/work``."""
+    files = {"harness.py": harness_source(), **workspace_files(workspace)}
+    files.update(workspace_files(dict(tests)))
+    request: dict[str, Any] = {"mode": "unittest", "root": f"/sandbox/{WORK}", "tests": list(tests)}
     _add_runtime_path(request, limits)
-    files = {
-        "harness.py": harness_source(),
-        "solution.py": _source(solution),
-        test_name: _source(tests),
-    }
     stdin = json.dumps(request).encode()
     # The harness runs the tests in a forked child it supervises (its reply channel).
     return RunSpec(files=files, argv=HARNESS_ARGV, stdin=stdin, harness_processes=1, **limits)

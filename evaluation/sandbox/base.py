@@ -27,7 +27,8 @@ class RunStatus(enum.StrEnum):
 class RunSpec:
     """One process to run in the sandbox.
 
-    ``files`` are placed read-only at ``/sandbox/<name>`` (flat names, no slashes); the process
+    ``files`` are placed read-only at ``/sandbox/<path>`` (relative paths; the harness puts a
+    solver's workspace under ``/sandbox/work/``); the process
     starts in a fresh, size-limited, writable ``/tmp``. ``argv`` is run as given, e.g.
     ``["python3", "-I", "-S", "-B", "/sandbox/harness.py"]``; ``python3`` means the sandbox's
     interpreter. Nothing else from the host is visible: no network, no environment.

@@ -50,7 +50,7 @@ def test_evaluate_prints_a_readable_table(
 ) -> None:
     inst = instance()
     solution = tmp_path / "solution.py"
-    solution.write_text(inst.references["efficient"])
+    solution.write_text(inst.references["efficient"]["solution.py"])
     call_command(
         "evaluate", "--template", inst.template.slug, "--seed", "1", "--solution", str(solution)
     )

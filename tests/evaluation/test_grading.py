@@ -43,7 +43,7 @@ def test_calibration_separates_the_references(sandbox: Sandbox) -> None:
 
 
 def test_efficient_reference_passes_everything(sandbox: Sandbox) -> None:
-    report = grade_source(sandbox, instance().references["efficient"], duration_s=1500, tokens=42)
+    report = grade_source(sandbox, instance().references["efficient"]["solution.py"], duration_s=1500, tokens=42)
     assert report["overall_pass"], json.dumps(report["efficiency"])
     assert report["partial_pass"] == 1.0
     assert report["completion_time_s"] == 1500
@@ -55,7 +55,7 @@ def test_efficient_reference_passes_everything(sandbox: Sandbox) -> None:
 
 
 def test_naive_reference_is_correct_but_fails_efficiency(sandbox: Sandbox) -> None:
-    report = grade_source(sandbox, instance().references["naive"], duration_s=1500)
+    report = grade_source(sandbox, instance().references["naive"]["solution.py"], duration_s=1500)
     functional = [t for t in report["tests"] if t["kind"] == "functional"]
     assert all(t["verdict"] == "OK" for t in functional)
     assert report["efficiency"]["time_ok"] is False
@@ -107,7 +107,7 @@ def test_hard_coding_the_visible_examples_earns_nothing_for_them(sandbox: Sandbo
 def test_a_memory_check_is_scored_only_where_the_template_has_one(sandbox: Sandbox) -> None:
     inst = instance()
     assert inst.template.memory_check is False  # [checks] memory = "off"
-    source = inst.references["efficient"].encode()
+    source = inst.references["efficient"]["solution.py"].encode()
     off = grade_like_the_service(inst, source)
     hidden = [t for t in off["tests"] if not t["visible"]]
     assert off["efficiency"]["memory_check"] == "off"

@@ -70,7 +70,7 @@ def {entry}(*args, **kwargs):
 def forked_naive(instance: Instance) -> bytes:
     """The naive reference, run in a forked child; the parent only relays the answer."""
     return CHILD_WRAPPER.format(
-        reference=instance.references["naive"],
+        reference=instance.references["naive"]["solution.py"],
         entry=instance.entry_point,
         hogs=0,
         hog_mib=0,
@@ -82,7 +82,7 @@ def forked_hog(instance: Instance) -> bytes:
     """The efficient reference in the parent, while two children hold 55 % of the limit each
     (each under the limit, together over it, and under the kill threshold 128 MiB above)."""
     return CHILD_WRAPPER.format(
-        reference=instance.references["efficient"],
+        reference=instance.references["efficient"]["solution.py"],
         entry=instance.entry_point,
         hogs=2,
         hog_mib=max(1, instance.template.mem_mib * 55 // 100),

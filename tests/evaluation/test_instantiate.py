@@ -132,7 +132,7 @@ def test_entry_point_name_is_used_everywhere(slug: str) -> None:
     assert f"from solution import {name}" in files["test_visible.py"]
     assert f"def {name}(" in files["README.md"]
     for kind in ("efficient", "naive"):
-        assert f"def {name}(" in instance.references[kind]
+        assert f"def {name}(" in instance.references[kind]["solution.py"]
 
 
 @pytest.mark.parametrize("slug", SHIPPED)
@@ -178,7 +178,7 @@ def test_participant_files_hold_no_hidden_cases_or_references(slug: str) -> None
     assert "naive" not in blob.lower()
     assert "generator" not in blob.lower()
     for kind in ("efficient", "naive"):
-        docstring = instance.references[kind].splitlines()[0]
+        docstring = instance.references[kind]["solution.py"].splitlines()[0]
         assert docstring not in blob
     for case in instance.hidden_cases:
         assert case.name not in blob
@@ -199,7 +199,7 @@ def test_visible_tests_fail_on_the_starter_and_pass_on_the_efficient_reference(
     starter = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert starter.returncode != 0
     assert "NotImplementedError" in starter.stderr
-    (tmp_path / "solution.py").write_text(instance.references["efficient"])
+    (tmp_path / "solution.py").write_text(instance.references["efficient"]["solution.py"])
     solved = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert solved.returncode == 0, solved.stderr
 
@@ -221,7 +221,7 @@ def test_write_instance_with_references_adds_both_references(tmp_path: Path) -> 
     instance = shipped_instance("sde-binary-palindromes", SEEDS[0])
     write_instance(instance, tmp_path, with_references=True)
     for kind in ("efficient", "naive"):
-        assert (tmp_path / "references" / f"{kind}.py").read_text() == instance.references[kind]
+        assert (tmp_path / "references" / f"{kind}.py").read_text() == instance.references[kind]["solution.py"]
 
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")

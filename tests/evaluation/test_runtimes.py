@@ -222,7 +222,7 @@ def _data_instance(tmp_path: Path, processes: int = 1) -> Any:
 
 def test_a_data_template_runs_its_cases_on_its_runtime(tmp_path: Path, data_runtime: Path) -> None:
     instance = _data_instance(tmp_path / "bank")
-    source = instance.references["efficient"].encode()
+    source = instance.references["efficient"]["solution.py"].encode()
     specs = [case_spec(instance, source, case, cpu_s=10, mem_mib=256) for case in instance.cases]
     assert {spec.runtime for spec in specs} == {DATA}
     results, _ = run_with_retries(get_sandbox("bwrap"), specs)
@@ -235,7 +235,7 @@ def test_grading_a_template_whose_runtime_is_missing_is_refused(
 ) -> None:
     instance = _data_instance(tmp_path / "bank")
     settings.EVALUATION_RUNTIMES_DIR = str(open_dir)  # nothing installed there
-    source = instance.references["efficient"].encode()
+    source = instance.references["efficient"]["solution.py"].encode()
     with pytest.raises(GradingUnavailable) as caught:
         grade_instance(instance, source, sandbox=get_sandbox("bwrap"))
     message = str(caught.value)

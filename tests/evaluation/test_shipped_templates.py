@@ -20,7 +20,7 @@ from tests.evaluation.bank_helpers import SEEDS, SHIPPED, load_module, passes, s
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_efficient_reference_passes_every_case(slug: str, seed: int, tmp_path: Path) -> None:
     instance = shipped_instance(slug, seed)
-    module = load_module(instance.references["efficient"], f"efficient_{seed}", tmp_path)
+    module = load_module(instance.references["efficient"]["solution.py"], f"efficient_{seed}", tmp_path)
     function = getattr(module, instance.entry_point)
     failed = [
         case.name
@@ -33,7 +33,7 @@ def test_efficient_reference_passes_every_case(slug: str, seed: int, tmp_path: P
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_naive_reference_passes_every_functional_case(slug: str, tmp_path: Path) -> None:
     instance = shipped_instance(slug, SEEDS[0])
-    module = load_module(instance.references["naive"], "naive_ref", tmp_path)
+    module = load_module(instance.references["naive"]["solution.py"], "naive_ref", tmp_path)
     function = getattr(module, instance.entry_point)
     functional = [c for c in instance.cases if c.kind == "functional"]
     failed = [

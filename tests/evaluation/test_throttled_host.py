@@ -26,7 +26,7 @@ def mid_way(instance: Instance, extra_s: float) -> bytes:
     performance tests): about 1.5x slower, between the efficient reference and the threshold."""
     entry = instance.entry_point
     return (
-        instance.references["efficient"]
+        instance.references["efficient"]["solution.py"]
         + f"\n\n_once = {entry}\n\n\ndef {entry}(*args, **kwargs):\n"
         "    import time\n"
         f"    end = time.process_time() + {extra_s!r}\n"
@@ -39,8 +39,8 @@ def verdicts(instance: Instance, sandbox: Sandbox, extra_s: float) -> dict[str, 
     calibration = calibrate(instance, sandbox, rounds=3)
     assert calibration.valid, calibration.message
     solutions = {
-        "efficient": instance.references["efficient"].encode(),
-        "naive": instance.references["naive"].encode(),
+        "efficient": instance.references["efficient"]["solution.py"].encode(),
+        "naive": instance.references["naive"]["solution.py"].encode(),
         "mid-way": mid_way(instance, extra_s),
     }
     seen: dict[str, Any] = {"threshold": calibration.threshold_ratio}

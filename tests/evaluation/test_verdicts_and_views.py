@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.grading import _precheck, completion_time_par
+import pytest
+
+from evaluation.grading import completion_time_par
+from evaluation.instances import get_instance
+from evaluation.submissions import BadSubmission, check_files
 from evaluation.report import participant_view
 from evaluation.verdicts import default_compare
 
@@ -30,11 +34,20 @@ def test_par60_caps_successes_and_penalises_failures() -> None:
     assert completion_time_par(None, True) is None
 
 
-def test_precheck_rejects_oversize_binary_and_non_utf8_sources() -> None:
-    assert _precheck(b"x = 1\n") is None
-    assert "larger than" in (_precheck(b"#" * (300 * 1024)) or "")
-    assert "NUL" in (_precheck(b"a\x00b") or "")
-    assert "not UTF-8" in (_precheck("x = 'é'".encode("latin-1")) or "")
+def test_submitted_files_are_refused_when_oversize_binary_non_utf8_or_not_editable() -> None:
+    instance = get_instance("sde-binary-palindromes", 1)
+    assert check_files(instance, {"solution.py": b"x = 1\n"}) == {"solution.py": "x = 1\n"}
+    assert check_files(instance, {}) == instance.starter_files()  # missing: the starter
+    refused = {
+        "larger than": {"solution.py": b"#" * (300 * 1024)},
+        "NUL": {"solution.py": b"a\x00b"},
+        "not UTF-8": {"solution.py": "x = 'é'".encode("latin-1")},
+        "read-only": {"README.md": "# mine"},
+        "not a file of this task": {"../etc/passwd": "x"},
+    }
+    for message, files in refused.items():
+        with pytest.raises(BadSubmission, match=message):
+            check_files(instance, files)
 
 
 def test_participant_view_summarises_hidden_tests() -> None:

@@ -1,4 +1,8 @@
-"""``manage.py evaluate --template SLUG --seed N --solution PATH [--json]``."""
+"""``manage.py evaluate --template SLUG --seed N --solution PATH [--json]``.
+
+``PATH`` is the solution file of a task with one editable file, or a workspace directory: its
+files at the task's editable paths are graded (missing ones are the starter's; everything
+else in the directory is ignored, read-only files come from the instance)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.management.commands._common import load_instance, open_sandbox, usage_error
 from evaluation.services import GradingUnavailable, grade_instance
+from evaluation.spec import Instance
 
 
 class Command(BaseCommand):
@@ -21,7 +26,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--template", required=True, help="Template slug from the bank.")
         parser.add_argument("--seed", required=True, type=int, help="Instance seed.")
-        parser.add_argument("--solution", required=True, type=Path, help="Path to solution.py.")
+        parser.add_argument(
+            "--solution",
+            required=True,
+            type=Path,
+            help="The solution file (a task with one editable file) or a workspace directory.",
+        )
         parser.add_argument("--json", action="store_true", help="Print the JSON report.")
         parser.add_argument("--duration-s", type=float, help="Task duration, for PAR-N.")
         parser.add_argument(
@@ -34,16 +44,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["solution"]
-        if not path.is_file():
-            raise usage_error(f"Solution file {path} does not exist.")
         instance = load_instance(options["template"], options["seed"])
+        files = solution_files(instance, path)
         limit = options["time_limit_min"]
         if limit is not None and not 1 <= limit <= 24 * 60:
             raise usage_error("--time-limit-min must be a number of minutes from 1 to 1440.")
         try:
             report = grade_instance(
                 instance,
-                path.read_bytes(),
+                files,
                 sandbox=open_sandbox(),
                 duration_s=options["duration_s"],
                 tokens=options["tokens"],
@@ -55,6 +64,25 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report, indent=2))
         else:
             self.stdout.write(render_table(report))
+
+
+def solution_files(instance: Instance, path: Path) -> dict[str, str | bytes]:
+    """The editable files found at ``path`` (bytes: grading refuses non-UTF-8 with a sentence)."""
+    if path.is_dir():
+        found = {p: (path / p).read_bytes() for p in instance.editable if (path / p).is_file()}
+        if not found:
+            raise usage_error(
+                f"{path} holds none of this task's editable files ({', '.join(instance.editable)})."
+            )
+        return dict(found)
+    if not path.is_file():
+        raise usage_error(f"Solution file {path} does not exist.")
+    if len(instance.editable) != 1:
+        raise usage_error(
+            f"This task has several editable files ({', '.join(instance.editable)}): pass the "
+            "directory that holds them."
+        )
+    return {instance.editable[0]: path.read_bytes()}
 
 
 def render_table(report: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from evaluation.calibration import perf_fingerprint
 from evaluation.grading import grade_functional
 from evaluation.instantiate import instantiate
 from evaluation.management.commands._common import open_sandbox, usage_error
+from evaluation.runs import workspace_of
 from evaluation.sandbox.base import Sandbox
 from evaluation.services import GradingUnavailable, grade_instance
 from evaluation.spec import Instance, TemplateSpec
@@ -84,14 +85,13 @@ class Command(BaseCommand):
     ) -> list[str]:
         seed = instance.seed
         problems = []
-        starter = instance.participant_files["solution.py"].encode()
-        rows, _ = grade_functional(instance, starter, sandbox=sandbox)
+        starter = instance.starter_files()
+        rows, _ = grade_functional(instance, workspace_of(instance, starter), sandbox=sandbox)
         if all(r["verdict"] == "OK" for r in rows):
             problems.append(f"seed {seed}: the starter passes every functional test")
         for label in ("efficient", "naive"):
-            rows, _ = grade_functional(
-                instance, instance.references[label].encode(), sandbox=sandbox
-            )
+            workspace = workspace_of(instance, instance.references[label])
+            rows, _ = grade_functional(instance, workspace, sandbox=sandbox)
             bad = [
                 f"{r['name']} {r['verdict']} {r['message']}" for r in rows if r["verdict"] != "OK"
             ]
@@ -103,10 +103,8 @@ class Command(BaseCommand):
         # Efficiency depends only on the performance inputs: check it once per distinct set.
         checked_efficiency.add(fingerprint)
         try:
-            efficient = grade_instance(
-                instance, instance.references["efficient"].encode(), sandbox=sandbox
-            )
-            naive = grade_instance(instance, instance.references["naive"].encode(), sandbox=sandbox)
+            efficient = grade_instance(instance, instance.references["efficient"], sandbox=sandbox)
+            naive = grade_instance(instance, instance.references["naive"], sandbox=sandbox)
             graded_starter = grade_instance(instance, starter, sandbox=sandbox)
         except GradingUnavailable as exc:
             return [*problems, f"seed {seed}: {exc}"]
