@@ -401,8 +401,19 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     generator = load_generator(template)
     where = str(template.path / "generator.py")
     produced = generator.generate(dict(params), dict(names), _rng(template, seed, "cases"))
-    if not isinstance(produced, dict) or set(produced) != {"task_data", "cases"}:
-        raise BankError(f"{where}: generate() must return a dict with task_data and cases.")
+    if not isinstance(produced, dict) or not {"task_data", "cases"} <= set(produced) <= {
+        "task_data",
+        "cases",
+        "files",
+    }:
+        raise BankError(
+            f"{where}: generate() must return a dict with task_data, cases and optionally files."
+        )
+    generated = produced.get("files", {})
+    if not isinstance(generated, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in generated.items()
+    ):
+        raise BankError(f"{where}: generate()'s files must map workspace paths to text.")
     task_data = _json_value(produced["task_data"], f"{where}: task_data")
     cases, encoded_cases = _cases(produced["cases"], where)
 
@@ -448,6 +459,9 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     )
     if not visible_tests:
         raise BankError(f"{where}/visible: needs at least one top-level test*.py module.")
+    for path in generated:
+        _check_path(template.path / "generator.py", path)
+    _merge(files, dict(generated), f"{where}/generator.py")
     diagrams = _diagrams(template, mapping)
     _merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
     entry_points = _entry_points(template, mapping, set(files))
