@@ -1,7 +1,9 @@
 """Hidden-test generator for ds-tariff-bills (trusted bank code, plain stdlib).
 
-The tariff file (data/tariffs.csv) is generated per instance and shipped read-only in the
-workspace. Expected bills come from a per-code bisect; every functional case is cross-checked
+The tariff file (data/tariffs.csv) and the performance batch come from ``perf_rng`` (seeded by
+the [performance] parameters only, never by the seed or the names), so instances that agree on
+those parameters share one calibration; the functional cases come from the seed's ``rng``. The
+file is shipped read-only in the workspace. Expected bills come from a per-code bisect; every functional case is cross-checked
 against a scan of the whole file.
 """
 
@@ -81,11 +83,15 @@ def _reading(rng, codes, meter):
     ]
 
 
-def generate(params, names, rng):
+TARIFF_CODES = 8
+
+
+def generate(params, names, rng, perf_rng):
     band_days = params["band_days"]
-    families = rng.sample(FAMILIES, params["tariff_codes"])
-    codes = [f"{family}-{rng.randint(1, 9)}{rng.choice('ABCD')}" for family in families]
-    rows = _versions(rng, codes, params["versions_per_code"])
+    families = perf_rng.sample(FAMILIES, TARIFF_CODES)
+    codes = [f"{family}-{perf_rng.randint(1, 9)}{perf_rng.choice('ABCD')}" for family in families]
+    rows = _versions(perf_rng, codes, params["versions_per_code"])
+    perf = [_reading(perf_rng, codes, 10_000 + i) for i in range(params["perf_readings"])]
     arg = names["readings_arg"]
     first = min(r["effective_from"] for r in rows if r["tariff_code"] == codes[0])
     version = next(r for r in rows if r["tariff_code"] == codes[0] and r["effective_from"] == first)
@@ -132,7 +138,6 @@ def generate(params, names, rng):
             raise AssertionError(f"bisect and scan disagree on {name}")
         out.append({"name": name, "kind": "functional", "category": category,
                     "args": [readings], "expected": expected, "visible": shown})
-    perf = batch(params["perf_readings"], 10_000)
     out.append({"name": "scale_nightly_run", "kind": "performance", "category": "scale",
                 "args": [perf], "expected": _bills(rows, perf, band_days)})
     example = batch(4, 50)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -10,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from evaluation.bank import BankError, list_templates, load_template
 from evaluation.calibration import perf_fingerprint
 from evaluation.grading import grade_functional
-from evaluation.instantiate import instantiate
+from evaluation.instantiate import instantiate, perf_key
 from evaluation.management.commands._common import open_sandbox, usage_error
 from evaluation.runs import workspace_of
 from evaluation.sandbox.base import Sandbox
@@ -35,6 +36,25 @@ def asset_problems(instance: Instance) -> list[str]:
     for path in instance.diagrams:
         if "<svg" not in instance.participant_files.get(path, ""):
             problems.append(f"seed {instance.seed}: the diagram {path} was not drawn")
+    return problems
+
+
+def sharing_problems(instances: list[Instance]) -> list[str]:
+    """A template that declares ``[performance] params`` promises that its performance inputs
+    depend on those parameters only: instances that agree on them must have the same ones."""
+    if not instances or not instances[0].template.perf_params:
+        return []
+    seen: dict[str, tuple[int, str]] = {}
+    problems = []
+    for instance in instances:
+        key = json.dumps(perf_key(instance.template, instance.params), sort_keys=True)
+        fingerprint = perf_fingerprint(instance)
+        first = seen.setdefault(key, (instance.seed, fingerprint))
+        if first[1] != fingerprint:
+            problems.append(
+                f"seeds {first[0]} and {instance.seed} agree on the [performance] parameters "
+                f"{key} but their performance inputs differ (they may depend on those only)"
+            )
     return problems
 
 
@@ -99,6 +119,7 @@ class Command(BaseCommand):
             problems.append("two seeds render the same README")
         for instance in instances[:1]:
             problems.extend(asset_problems(instance))
+        problems.extend(sharing_problems(instances))
         checked_efficiency: set[str] = set()
         for instance in instances:
             problems.extend(self.validate_instance(instance, sandbox, checked_efficiency))
