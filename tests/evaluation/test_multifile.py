@@ -230,3 +230,36 @@ def test_workspace_of_puts_editable_files_over_the_instance() -> None:
     workspace = workspace_of(instance, {f"{package}/bills.py": "x = 1\n"})
     assert workspace[f"{package}/bills.py"] == b"x = 1\n"
     assert workspace["data/tariffs.csv"] == instance.participant_files["data/tariffs.csv"].encode()
+
+
+def test_instances_that_agree_on_the_performance_parameters_share_one_calibration() -> None:
+    from evaluation.calibration import perf_fingerprint
+    from evaluation.management.commands.calibrate import seeds_to_calibrate
+
+    template = load_template(SLUG)
+    assert template.perf_params == ("versions_per_code", "perf_readings")
+    seeds = seeds_to_calibrate(template, 1)
+    assert len(seeds) == 4  # every combination of 2 x 2 values, one seed each
+    by_key: dict[tuple[int, int], set[str]] = {}
+    for seed in range(1, 13):
+        instance = get_instance(SLUG, seed)
+        key = (instance.params["versions_per_code"], instance.params["perf_readings"])
+        by_key.setdefault(key, set()).add(perf_fingerprint(instance))
+    assert len(by_key) == 4
+    assert all(len(fingerprints) == 1 for fingerprints in by_key.values())
+    # ... while the instances themselves differ (names, functional cases, README).
+    assert len({get_instance(SLUG, seed).content_hash for seed in range(1, 13)}) == 12
+
+
+def test_performance_parameters_are_checked_with_a_sentence(tmp_path: Path) -> None:
+    directory = write_minimal_template(tmp_path)
+    manifest = directory / "template.toml"
+    text = manifest.read_text()
+    for table, message in (
+        ('params = ["nothing"]', "not in \\[params\\]"),
+        ("params = []", "non-empty list"),
+        ('params = ["offset"]\nextra = 1', "only the key params"),
+    ):
+        manifest.write_text(text + f"\n[performance]\n{table}\n")
+        with pytest.raises(BankError, match=message):
+            load_template(directory.name, tmp_path)
