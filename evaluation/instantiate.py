@@ -465,10 +465,6 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
             raise BankError(f"{where}/{tree}: holds an image; images belong under files/.")
         _merge(files, texts, f"{where}/{tree}")
         _merge(images, pictures, f"{where}/{tree}")
-    if set(images) & set(files):
-        raise BankError(
-            f"{where}: the workspace path {sorted(set(images) & set(files))[0]!r} is used twice."
-        )
     starter = dict(sorted(trees["starter"][0].items()))
     visible_tests = tuple(
         sorted(
@@ -484,6 +480,10 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     _merge(files, dict(generated), f"{where}/generator.py")
     diagrams = _diagrams(template, mapping)
     _merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
+    if set(images) & set(files):
+        raise BankError(
+            f"{where}: the workspace path {sorted(set(images) & set(files))[0]!r} is used twice."
+        )
     entry_points = _entry_points(template, mapping, set(files))
     ids = {entry.id for entry in entry_points}
     for case in cases:
