@@ -35,7 +35,7 @@ FEEDBACK_ONLY = " In this condition only code the assistant wrote is submitted."
 
 def upload_page(client: Client, trial: Trial) -> Any:
     upload = SimpleUploadedFile("solution.py", OWN_CODE, "text/x-python")
-    return client.post(f"/study/trials/{trial.pk}/", {"solution": upload})
+    return client.post(f"/study/trials/{trial.pk}/", {"file-0": upload})
 
 
 def archive(client: Client, trial: Trial) -> Any:
