@@ -63,17 +63,18 @@ def check_files(instance: Instance, files: Mapping[str, object]) -> dict[str, st
                 f"{str(path)[:200]} is not a file of this task; its editable files are "
                 f"{listing(editable)}."
             )
+        if not isinstance(value, str | bytes):
+            raise FilesRefused(f"{path} must be text.")
+        size = len(value) if isinstance(value, bytes) else len(value.encode())
+        if size > MAX_FILE_BYTES:
+            raise FilesTooLarge(f"{path} is larger than the {MAX_FILE_BYTES // 1024} KiB limit.")
         if isinstance(value, bytes):
             try:
                 value = value.decode("utf-8")
             except UnicodeDecodeError:
                 raise FilesRefused(f"{path} is not UTF-8 text.") from None
-        if not isinstance(value, str):
-            raise FilesRefused(f"{path} must be text.")
         if "\x00" in value:
             raise FilesRefused(f"{path} contains NUL characters; it must be a text file.")
-        if len(value.encode()) > MAX_FILE_BYTES:
-            raise FilesTooLarge(f"{path} is larger than the {MAX_FILE_BYTES // 1024} KiB limit.")
         checked[path] = value
     return checked
 

@@ -8,8 +8,8 @@ import pytest
 
 from evaluation.grading import completion_time_par
 from evaluation.instances import get_instance
-from evaluation.submissions import BadSubmission, check_files
 from evaluation.report import participant_view
+from evaluation.submissions import BadSubmission, check_files
 from evaluation.verdicts import default_compare
 
 

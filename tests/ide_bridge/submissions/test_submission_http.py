@@ -219,7 +219,7 @@ def test_the_first_upload_is_stored_and_submits_the_trial(trial: Trial, token: s
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == starter(trial)
+    assert trial.submission.files == {"solution.py": starter(trial).decode()}
     assert trial.submission.source_label == "participant:archive"
     assert trial.evaluation is not None
     assert trial.evaluation.status == "queued"

@@ -155,7 +155,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#run-summary")).to_contain_text("tests passed", timeout=30_000)
     expect(page.locator("#console")).to_contain_text("OK")
     trial.refresh_from_db()
-    assert trial.draft_code == code  # the run saved it on the server
+    assert trial.draft_files == {"solution.py": code}  # the run saved it on the server
 
     # Reload: the same code and a running timer come back from the server.
     page.reload()
@@ -188,7 +188,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == code.encode()
+    assert trial.submission.files == {"solution.py": code}
     assert trial.evaluation is not None
     assert trial.evaluation.status == "done"
 
@@ -235,5 +235,5 @@ def test_countdown_warns_then_the_deadline_submits_the_last_saved_code(
     trial.refresh_from_db()
     assert trial.status == Trial.Status.EXPIRED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == code.encode()
+    assert trial.submission.files == {"solution.py": code}
     leave(page)

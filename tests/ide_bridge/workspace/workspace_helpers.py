@@ -48,4 +48,4 @@ def starter(trial: Trial) -> str:
 
 
 def efficient(trial: Trial) -> str:
-    return get_instance(trial.template_slug, trial.seed).references["efficient"]
+    return get_instance(trial.template_slug, trial.seed).references["efficient"]["solution.py"]
