@@ -50,10 +50,10 @@ def bare_start_s(n: int = 20) -> float:
 def timed_grade(slug: str, label: str, calibration: dict[str, Any]) -> dict[str, Any]:
     instance = get_instance(slug, 1)
     sandbox = get_sandbox("bwrap")
-    source = instance.references[label]["solution.py"].encode()
+    files = instance.references[label]
     t0 = time.perf_counter()
     report = grade(
-        instance, source, sandbox=sandbox, calibration=CalibrationResult.from_json(calibration)
+        instance, files, sandbox=sandbox, calibration=CalibrationResult.from_json(calibration)
     )
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "report": report}

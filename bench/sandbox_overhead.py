@@ -67,7 +67,8 @@ def main() -> None:
     batch_wall = 0.0
     with tempfile.TemporaryDirectory() as directory:
         Path(directory, "harness.py").write_bytes(harness_source())
-        Path(directory, "solution.py").write_text(EMPTY)
+        Path(directory, "work").mkdir()  # the harness's workspace root, /sandbox/work
+        Path(directory, "work", "solution.py").write_text(EMPTY)
         done = 0
         while done < args.runs:
             block = min(BLOCK, args.runs - done)

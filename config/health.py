@@ -24,7 +24,7 @@ from django.views.decorators.cache import never_cache
 
 from config.celery_app import HEARTBEAT_KEY_PREFIX
 from config.celery_app import app as celery_app
-from evaluation.health import runtimes_status, sandbox_status
+from evaluation.health import diagrams_status, runtimes_status, sandbox_status
 
 Check = dict[str, Any]
 
@@ -104,6 +104,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "worker": check_worker,
     "sandbox": check_sandbox,
     "runtimes": runtimes_status,  # task runtimes installed on this host (same image as workers)
+    "diagrams": diagrams_status,  # Graphviz, which draws the tasks' diagrams
 }
 
 

@@ -64,6 +64,7 @@ _TOP_LEVEL = {
     "checks": False,
     "runtime": False,
     "entry_points": False,
+    "performance": False,
 }
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
@@ -155,6 +156,45 @@ def _check_checks(where: Path, checks: object) -> bool:
     if memory not in ("on", "off"):
         raise _fail(where, "checks.memory", 'must be "on" or "off"')
     return memory == "on"
+
+
+MAX_PERF_COMBINATIONS = 64  # calibrate --all measures every combination once
+
+
+def perf_choices(spec: dict[str, Any]) -> list[Any]:
+    """Every value a choice or int parameter can take (floats are continuous: none)."""
+    if spec["type"] == "choice":
+        return list(spec["choices"])
+    if spec["type"] == "int":
+        return list(range(spec["min"], spec["max"] + 1, spec.get("step", 1)))
+    return []
+
+
+def _check_performance(where: Path, table: object, params: dict[str, Any]) -> tuple[str, ...]:
+    """``[performance] params = [...]``: the parameters the performance inputs (and generated
+    data files) depend on, and nothing else (no seed, no names). Instances that agree on them
+    share one calibration; calibrate --all measures every combination."""
+    if not isinstance(table, dict) or set(table) != {"params"}:
+        raise _fail(where, "performance", "must be a table with only the key params")
+    names = table["params"]
+    if not isinstance(names, list) or not names or len(set(names)) != len(names):
+        raise _fail(where, "performance.params", "must be a non-empty list of parameter names")
+    combinations = 1
+    for name in names:
+        if name not in params:
+            raise _fail(where, "performance.params", f"names '{name}', which is not in [params]")
+        values = perf_choices(params[name])
+        if not values:
+            raise _fail(where, "performance.params", f"names the float parameter '{name}'")
+        combinations *= len(values)
+    if combinations > MAX_PERF_COMBINATIONS:
+        raise _fail(
+            where,
+            "performance.params",
+            f"allows {combinations} combinations, more than {MAX_PERF_COMBINATIONS} calibrations "
+            "a deployment should measure; use fewer values",
+        )
+    return tuple(names)
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
@@ -451,6 +491,11 @@ def parse_template(directory: Path) -> TemplateSpec:
     _check_files(directory, placeholders)
     if "entry_points" in data:
         _check_entry_points(where, data["entry_points"], placeholders)
+    perf_params = (
+        _check_performance(where, data["performance"], data["params"])
+        if "performance" in data
+        else ()
+    )
     return TemplateSpec(
         slug=slug,
         title=title,
@@ -465,6 +510,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         naive_cpu_s=naive_cpu_s,
         memory_check=memory_check,
         runtime=runtime,
+        perf_params=perf_params,
         raw=data,
     )
 

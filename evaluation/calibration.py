@@ -86,8 +86,18 @@ class CalibrationResult:
 
 def perf_fingerprint(instance: Instance) -> str:
     """Identifies the performance inputs: instances that share them share a calibration.
-    The task runtime and its lock file are part of it (other packages, other timings)."""
-    payload = [[c.name, c.args, c.kwargs] for c in instance.cases if c.kind == "performance"]
+    The task runtime and its lock file are part of it (other packages, other timings), and so
+    are the data files the generator made (a solution reads them on every run)."""
+    payload: list[Any] = [
+        [c.name, c.args, c.kwargs] for c in instance.cases if c.kind == "performance"
+    ]
+    if instance.data_files:
+        payload.append(
+            {
+                path: hashlib.sha256(instance.participant_files[path].encode()).hexdigest()
+                for path in instance.data_files
+            }
+        )
     runtime = instance.template.runtime
     if runtime == DEFAULT_RUNTIME:  # the value calibrations before task runtimes carry
         blob = json.dumps([instance.template.content_hash, payload], sort_keys=True)

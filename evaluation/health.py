@@ -1,4 +1,4 @@
-"""Sandbox and task-runtime availability for ``/healthz/``."""
+"""Sandbox, task-runtime and diagram-renderer availability for ``/healthz/``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,21 @@ def runtimes_status() -> dict[str, Any]:
     worst = {entry["status"] for entry in report.values()}
     status = "error" if "error" in worst else ("warning" if "warning" in worst else "ok")
     return {"status": status, "default": DEFAULT_RUNTIME, "runtimes": report}
+
+
+def diagrams_status() -> dict[str, Any]:
+    """Whether Graphviz can draw the diagrams: an error when a shipped template has diagrams
+    (its instances cannot be built without it), else a warning."""
+    from evaluation.diagrams import renderer_status
+
+    state = renderer_status()
+    if state["state"] == "ok":
+        return {"status": "ok", "detail": state["detail"]}
+    try:
+        needed = any((spec.path / "diagrams").is_dir() for spec in list_templates())
+    except BankError:
+        needed = True
+    return {"status": "error" if needed else "warning", "detail": state["detail"]}
 
 
 def sandbox_status() -> dict[str, Any]:

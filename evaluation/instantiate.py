@@ -97,6 +97,20 @@ def _rng(template: TemplateSpec, seed: int, *parts: str) -> random.Random:
     return random.Random(":".join([f"{template.slug}@{template.version}#{seed}", *parts]))
 
 
+def perf_key(template: TemplateSpec, params: dict[str, Any]) -> dict[str, Any]:
+    """The values of the ``[performance]`` parameters: what instances sharing a calibration
+    have in common."""
+    return {name: params[name] for name in template.perf_params}
+
+
+def perf_rng(template: TemplateSpec, params: dict[str, Any]) -> random.Random:
+    """The generator's RNG for performance inputs and data files: seeded by the template
+    version and the ``[performance]`` parameters only, so instances that agree on them get the
+    same inputs (and one calibration serves them all)."""
+    key = canonical_json(perf_key(template, params)).decode()
+    return random.Random(f"{template.slug}@{template.version}:performance:{key}")
+
+
 def choose_params(template: TemplateSpec, seed: int) -> dict[str, Any]:
     """Technical parameters, one RNG per parameter, within the declared ranges."""
     params: dict[str, Any] = {}
@@ -400,9 +414,26 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     constraint = choose_constraint(template, seed, {**scope, **context})
     generator = load_generator(template)
     where = str(template.path / "generator.py")
-    produced = generator.generate(dict(params), dict(names), _rng(template, seed, "cases"))
-    if not isinstance(produced, dict) or set(produced) != {"task_data", "cases"}:
-        raise BankError(f"{where}: generate() must return a dict with task_data and cases.")
+    rng = _rng(template, seed, "cases")
+    if template.perf_params:  # performance inputs from these parameters only, never the seed
+        produced = generator.generate(
+            dict(params), dict(names), rng, perf_rng=perf_rng(template, params)
+        )
+    else:
+        produced = generator.generate(dict(params), dict(names), rng)
+    if not isinstance(produced, dict) or not {"task_data", "cases"} <= set(produced) <= {
+        "task_data",
+        "cases",
+        "files",
+    }:
+        raise BankError(
+            f"{where}: generate() must return a dict with task_data, cases and optionally files."
+        )
+    generated = produced.get("files", {})
+    if not isinstance(generated, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in generated.items()
+    ):
+        raise BankError(f"{where}: generate()'s files must map workspace paths to text.")
     task_data = _json_value(produced["task_data"], f"{where}: task_data")
     cases, encoded_cases = _cases(produced["cases"], where)
 
@@ -448,6 +479,9 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     )
     if not visible_tests:
         raise BankError(f"{where}/visible: needs at least one top-level test*.py module.")
+    for path in generated:
+        _check_path(template.path / "generator.py", path)
+    _merge(files, dict(generated), f"{where}/generator.py")
     diagrams = _diagrams(template, mapping)
     _merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
     entry_points = _entry_points(template, mapping, set(files))
@@ -492,6 +526,7 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
         visible_tests=visible_tests,
         images=dict(sorted(images.items())),
         diagrams=diagrams,
+        data_files=tuple(sorted(generated)),
     )
 
 

@@ -73,6 +73,8 @@ class TemplateSpec:
     naive_cpu_s: float = 60.0  # bound on one calibration run of the naive reference
     memory_check: bool = True  # [checks] memory: the memory check is scored
     runtime: str = "python3.11-stdlib"  # the task runtime (evaluation/runtimes) solutions run on
+    # [performance] params: what the performance inputs depend on (empty: the whole seed)
+    perf_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Instance:
     visible_tests: tuple[str, ...] = ("test_visible.py",)  # unittest modules the solver runs
     images: dict[str, bytes] = field(default_factory=dict)  # binary images the solver sees
     diagrams: dict[str, str] = field(default_factory=dict)  # rendered .svg path -> DOT source
+    data_files: tuple[str, ...] = ()  # read-only files the generator made (performance reads them)
 
     @property
     def entry_point(self) -> str:

@@ -11,8 +11,11 @@ def test_healthz_reports_each_component(client: Client) -> None:
     response = client.get("/healthz/")
     assert response.status_code == 200
     body = response.json()
-    checks = {"database", "broker", "channel_layer", "worker", "sandbox", "runtimes"}
+    checks = {"database", "broker", "channel_layer", "worker", "sandbox", "runtimes", "diagrams"}
     assert set(body["checks"]) == checks
+    # Graphviz is installed at set-up: the diagrams of ds-tariff-bills can be drawn.
+    assert body["checks"]["diagrams"]["status"] == "ok", body["checks"]["diagrams"]
+    assert "graphviz" in body["checks"]["diagrams"]["detail"].lower()
     assert body["checks"]["database"]["status"] == "ok"
     assert body["checks"]["broker"]["status"] == "ok"
     assert body["checks"]["channel_layer"]["status"] == "ok"

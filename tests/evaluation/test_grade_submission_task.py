@@ -49,13 +49,19 @@ def test_submission_is_graded_once_with_progress(stored_calibration: Calibration
     report = evaluation.report
     assert report is not None
     assert report["overall_pass"] is True
-    assert report["calibration"]["id"] == stored_calibration.pk
+    # The stored calibration is used unless the canary showed the host drifted (a busy test
+    # machine), when the service measures a fresh one; reuse itself is pinned down below.
+    used = Calibration.objects.get(pk=report["calibration"]["id"])
+    stored_calibration.refresh_from_db()
+    assert used.pk == stored_calibration.pk or (
+        stored_calibration.status == Calibration.Status.STALE
+        and used.status == Calibration.Status.VALID
+    )
     assert report["completion_time_s"] == 900
     assert evaluation.tests_done == evaluation.tests_total == len(inst.cases)
     assert seen
     assert seen[-1] == (len(inst.cases), len(inst.cases))
     assert finished == ["done"]
-    assert Calibration.objects.count() == 1  # reused, not measured again
 
     # A second delivery of the same task changes nothing.
     again = grade_submission.delay(evaluation.pk).get()
@@ -83,3 +89,13 @@ def test_submission_files_are_stored_with_their_hash(
     # A one-file task keeps the hash of the file's bytes (as before multi-file tasks).
     assert submission.sha256 == hashlib.sha256(source).hexdigest()
     assert evaluation.status == Evaluation.Status.QUEUED
+
+
+def test_a_valid_calibration_for_the_same_inputs_host_and_backend_is_reused(
+    stored_calibration: Calibration,
+) -> None:
+    from evaluation.sandbox import get_sandbox
+
+    record = services.get_or_create_calibration(instance(), get_sandbox())
+    assert record.row.pk == stored_calibration.pk
+    assert Calibration.objects.count() == 1  # reused, not measured again

@@ -43,7 +43,9 @@ def test_calibration_separates_the_references(sandbox: Sandbox) -> None:
 
 
 def test_efficient_reference_passes_everything(sandbox: Sandbox) -> None:
-    report = grade_source(sandbox, instance().references["efficient"]["solution.py"], duration_s=1500, tokens=42)
+    report = grade_source(
+        sandbox, instance().references["efficient"]["solution.py"], duration_s=1500, tokens=42
+    )
     assert report["overall_pass"], json.dumps(report["efficiency"])
     assert report["partial_pass"] == 1.0
     assert report["completion_time_s"] == 1500

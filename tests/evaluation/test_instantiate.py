@@ -221,7 +221,9 @@ def test_write_instance_with_references_adds_both_references(tmp_path: Path) -> 
     instance = shipped_instance("sde-binary-palindromes", SEEDS[0])
     write_instance(instance, tmp_path, with_references=True)
     for kind in ("efficient", "naive"):
-        assert (tmp_path / "references" / f"{kind}.py").read_text() == instance.references[kind]["solution.py"]
+        assert (tmp_path / "references" / f"{kind}.py").read_text() == instance.references[kind][
+            "solution.py"
+        ]
 
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")

@@ -20,7 +20,9 @@ from tests.evaluation.bank_helpers import SEEDS, SHIPPED, load_module, passes, s
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_efficient_reference_passes_every_case(slug: str, seed: int, tmp_path: Path) -> None:
     instance = shipped_instance(slug, seed)
-    module = load_module(instance.references["efficient"]["solution.py"], f"efficient_{seed}", tmp_path)
+    module = load_module(
+        instance.references["efficient"]["solution.py"], f"efficient_{seed}", tmp_path
+    )
     function = getattr(module, instance.entry_point)
     failed = [
         case.name

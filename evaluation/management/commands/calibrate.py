@@ -1,19 +1,46 @@
 """``manage.py calibrate --template SLUG [--seed N] [--force]`` or ``calibrate --all [--seeds N]``
-(every template of the bank, seeds 1..N, each distinct set of performance inputs once: what a
-deployment runs at set-up so that no participant's first grading waits for a calibration)."""
+(every template of the bank, each distinct set of performance inputs once: what a deployment
+runs at set-up so that no participant's first grading waits for a calibration). A template that
+declares ``[performance] params`` is calibrated once per combination of those parameters (every
+instance shares one of them); the others for seeds 1..N."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import known_slugs
+from evaluation.bank import known_slugs, load_template, perf_choices
 from evaluation.calibration import perf_fingerprint
+from evaluation.instantiate import choose_params, perf_key
 from evaluation.management.commands._common import load_instance, open_sandbox, usage_error
 from evaluation.services import GradingUnavailable, get_or_create_calibration
+from evaluation.spec import TemplateSpec
+
+SEED_SEARCH = 5000  # seeds scanned for one instance of every [performance] combination
+
+
+def seeds_to_calibrate(template: TemplateSpec, seeds: int) -> list[int]:
+    """Seeds whose instances cover every performance input a deployment can meet: one per
+    combination of the ``[performance]`` parameters, else seeds 1..N."""
+    if not template.perf_params:
+        return list(range(1, seeds + 1))
+    wanted = {
+        tuple(combination)
+        for combination in itertools.product(
+            *(perf_choices(template.raw["params"][name]) for name in template.perf_params)
+        )
+    }
+    found: dict[tuple[Any, ...], int] = {}
+    for seed in range(1, SEED_SEARCH + 1):
+        key = tuple(perf_key(template, choose_params(template, seed)).values())
+        found.setdefault(key, seed)
+        if len(found) == len(wanted):
+            break
+    return sorted(found.values())
 
 
 class Command(BaseCommand):
@@ -68,7 +95,7 @@ class Command(BaseCommand):
         failed: list[str] = []
         started = time.monotonic()
         for slug in known_slugs():
-            for seed in range(1, seeds + 1):
+            for seed in seeds_to_calibrate(load_template(slug), seeds):
                 instance = load_instance(slug, seed)
                 key = perf_fingerprint(instance)
                 if key in seen:  # same performance inputs: the calibration is shared

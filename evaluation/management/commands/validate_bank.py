@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -9,18 +11,58 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from evaluation.bank import BankError, list_templates, load_template
 from evaluation.calibration import perf_fingerprint
 from evaluation.grading import grade_functional
-from evaluation.instantiate import instantiate
+from evaluation.instantiate import instantiate, perf_key
 from evaluation.management.commands._common import open_sandbox, usage_error
 from evaluation.runs import workspace_of
 from evaluation.sandbox.base import Sandbox
 from evaluation.services import GradingUnavailable, grade_instance
 from evaluation.spec import Instance, TemplateSpec
 
+# Workspace paths a README names: `path/to/file.ext` in backticks, or a Markdown link target.
+_NAMED_PATH = re.compile(r"`([A-Za-z0-9_./-]+\.[A-Za-z0-9]+)`|\]\(([^)\s]+)\)")
+ASSET_SUFFIXES = (".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".csv", ".json")
+
+
+def asset_problems(instance: Instance) -> list[str]:
+    """Every image or data file the README names exists in the workspace, and every diagram
+    was drawn (an SVG the renderer produced from its source)."""
+    problems = []
+    readme = instance.participant_files["README.md"]
+    workspace = set(instance.participant_files) | set(instance.images)
+    for match in _NAMED_PATH.finditer(readme):
+        path = (match.group(1) or match.group(2) or "").removeprefix("./")
+        if path.lower().endswith(ASSET_SUFFIXES) and "://" not in path and path not in workspace:
+            problems.append(f"seed {instance.seed}: the README names {path}, which is not there")
+    for path in instance.diagrams:
+        if "<svg" not in instance.participant_files.get(path, ""):
+            problems.append(f"seed {instance.seed}: the diagram {path} was not drawn")
+    return problems
+
+
+def sharing_problems(instances: list[Instance]) -> list[str]:
+    """A template that declares ``[performance] params`` promises that its performance inputs
+    depend on those parameters only: instances that agree on them must have the same ones."""
+    if not instances or not instances[0].template.perf_params:
+        return []
+    seen: dict[str, tuple[int, str]] = {}
+    problems = []
+    for instance in instances:
+        key = json.dumps(perf_key(instance.template, instance.params), sort_keys=True)
+        fingerprint = perf_fingerprint(instance)
+        first = seen.setdefault(key, (instance.seed, fingerprint))
+        if first[1] != fingerprint:
+            problems.append(
+                f"seeds {first[0]} and {instance.seed} agree on the [performance] parameters "
+                f"{key} but their performance inputs differ (they may depend on those only)"
+            )
+    return problems
+
 
 class Command(BaseCommand):
     help = (
         "For every template and seed: the instance renders; the starter fails (and scores a "
-        "partial pass of 0); the efficient reference passes everything; the naive reference "
+        "partial pass of 0); every image or data file the README names exists and every "
+        "diagram renders; the efficient reference passes everything; the naive reference "
         "passes every functional test and fails efficiency; a scored memory check can fail "
         "the naive reference; instances differ across seeds. Exit 1 on any failure."
     )
@@ -75,6 +117,9 @@ class Command(BaseCommand):
             problems.append("two seeds render identical instances")
         if len({i.participant_files["README.md"] for i in instances}) != len(instances):
             problems.append("two seeds render the same README")
+        for instance in instances[:1]:
+            problems.extend(asset_problems(instance))
+        problems.extend(sharing_problems(instances))
         checked_efficiency: set[str] = set()
         for instance in instances:
             problems.extend(self.validate_instance(instance, sandbox, checked_efficiency))
