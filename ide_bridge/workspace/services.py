@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -140,6 +140,32 @@ def workspace_files(trial: Trial) -> list[WorkspaceFile]:
         html = str(render_markdown(text)) if language == "markdown" else ""
         result.append(WorkspaceFile(name, language, text, editable=editable, html=html))
     return result
+
+
+@dataclass
+class TreeNode:
+    """A folder (with ``children``) or a file of the page's file tree."""
+
+    name: str  # its own name ("pricing.py", "app")
+    path: str  # the workspace path ("app/pricing.py", "app")
+    file: WorkspaceFile | None = None
+    children: list[TreeNode] = field(default_factory=list)
+
+
+def file_tree(files: list[WorkspaceFile]) -> list[TreeNode]:
+    """``files`` (in tree order, as ``workspace_files`` gives them) as nested folders."""
+    roots: list[TreeNode] = []
+    folders: dict[str, TreeNode] = {}
+    for f in files:
+        siblings, parts = roots, f.name.split("/")
+        for depth in range(1, len(parts)):
+            path = "/".join(parts[:depth])
+            if path not in folders:
+                folders[path] = TreeNode(parts[depth - 1], path)
+                siblings.append(folders[path])
+            siblings = folders[path].children
+        siblings.append(TreeNode(parts[-1], f.name, file=f))
+    return roots
 
 
 def files_payload(files: list[WorkspaceFile]) -> list[dict[str, Any]]:

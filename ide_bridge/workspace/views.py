@@ -155,6 +155,7 @@ def _page_urls(trial: Trial, ai_mode: str) -> dict[str, str]:
 
 def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
     files = workspace.workspace_files(trial)
+    editable = list(editable_paths(trial))
     ai_mode = str(arm.get("ai_mode", "none"))
     closed = trial.status not in OPEN
     return {
@@ -166,6 +167,9 @@ def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
         # For telemetry's pagehide beacon (derived, not stored: every tab gets the same one).
         "telemetry_token": "" if closed else page_token(trial),
         "files": files,
+        "tree": workspace.file_tree(files),
+        "editable": editable,
+        "first_editable": editable[0],
         "documents": [f for f in files if f.is_document],
         "files_payload": workspace.files_payload(files),
         "state": workspace.trial_state(trial, timezone.now()),
