@@ -16,6 +16,7 @@ from study.models import Trial
 from study.trials.services import save_draft
 from tests.factories import ResearcherFactory
 from tests.ide_bridge.telemetry_helpers import TS0, apply_edit, started_trial, starter_code
+from tests.ide_bridge.workspace.workspace_helpers import on_project, project_starter
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +145,46 @@ def test_replay_of_a_trial_without_events_is_the_starter_code() -> None:
     data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
     assert data["events"] == []
     assert rebuild(data) == starter_code(trial)
+
+
+def test_a_project_replays_every_file_from_the_events_that_name_it() -> None:
+    _, _, trial = started_trial()
+    trial = on_project(trial)
+    starter = project_starter(trial)
+    bills, tariffs = "metering/bills.py", "metering/tariffs.py"
+    final = {
+        bills: starter[bills] + "# priced\n",
+        tariffs: "# rewritten\n" + starter[tariffs],
+    }
+    events = [
+        {"kind": "task_load", "data": {"file": "metering/__init__.py", "files": 3}},
+        {
+            "kind": "edit",
+            "data": {
+                "file": bills,
+                "changes": [
+                    {"rangeOffset": len(starter[bills]), "rangeLength": 0, "text": "# priced\n"}
+                ],
+            },
+        },
+        {"kind": "selection", "data": {"file": tariffs, "offset": 0, "length": 0}},
+        {
+            "kind": "edit",
+            "data": {
+                "file": tariffs,
+                "changes": [{"rangeOffset": 0, "rangeLength": 0, "text": "# rewritten\n"}],
+            },
+        },
+        {"kind": "checkpoint", "data": {"file": tariffs, "code": final[tariffs]}},
+    ]
+    items = [{"seq": i + 1, "ts": TS0 + 500 * i, **e} for i, e in enumerate(events)]
+    ack = ingest(trial, items)
+    assert ack.rejected == 0
+    assert ack.dropped_keys == 0  # "file" is a known key of these kinds
+    save_draft(trial, final, timezone.now())
+
+    data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
+    assert data["starter_files"] == starter
+    assert data["default_file"] == "metering/__init__.py"
+    assert rebuild_files(data) == starter | final == data["final_files"]
+    assert rebuild_files(data, 2) == starter | {bills: final[bills]}  # one file at a time
