@@ -33,7 +33,7 @@ django.setup()
 
 from evaluation.bank import list_templates  # noqa: E402
 from evaluation.calibration import CalibrationResult, calibrate  # noqa: E402
-from evaluation.grading import grade  # noqa: E402
+from evaluation.grading import CanaryDrift, grade  # noqa: E402
 from evaluation.instances import get_instance  # noqa: E402
 from evaluation.sandbox import get_sandbox  # noqa: E402
 
@@ -51,12 +51,16 @@ def timed_grade(slug: str, label: str, calibration: dict[str, Any]) -> dict[str,
     instance = get_instance(slug, 1)
     sandbox = get_sandbox("bwrap")
     files = instance.references[label]
+    result = CalibrationResult.from_json(calibration)
     t0 = time.perf_counter()
-    report = grade(
-        instance, files, sandbox=sandbox, calibration=CalibrationResult.from_json(calibration)
-    )
+    drifted = False
+    try:
+        report = grade(instance, files, sandbox=sandbox, calibration=result)
+    except CanaryDrift:  # a busy host: grade again on the canary ratio alone, and say so
+        drifted = True
+        report = grade(instance, files, sandbox=sandbox, calibration=result, tolerate_drift=True)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "report": report}
+    return {"wall_s": wall, "report": report, "drifted": drifted}
 
 
 def runs_in(report: dict[str, Any]) -> tuple[int, float]:
@@ -98,6 +102,7 @@ def main() -> None:
                 "overall_pass": passes[0],
                 "time_ratios": ratios,
                 "borderline": sum(r["report"]["efficiency"]["borderline"] for r in results),
+                "canary_drifts": sum(r["drifted"] for r in results),
             }
         for workers in (1, 2):
             jobs = 4

@@ -38,6 +38,7 @@ __all__ = [
 BACKENDS = ("bwrap", "docker", "unsafe")
 DEFAULT_BACKEND = "bwrap"
 HARNESS_FILE = Path(__file__).resolve().parent.parent / "runner" / "harness.py"
+ENTRIES_FILE = HARNESS_FILE.with_name("harness_entries.py")  # cli and wsgi calls
 HARNESS_ARGV = ("python3", "-I", "-S", "-B", "/sandbox/harness.py")
 
 
@@ -94,6 +95,11 @@ def harness_source() -> bytes:
     return HARNESS_FILE.read_bytes()
 
 
+@functools.cache
+def entries_source() -> bytes:
+    return ENTRIES_FILE.read_bytes()
+
+
 def _source(text: str | bytes) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else text
 
@@ -141,6 +147,8 @@ def call_spec(
     }
     _add_runtime_path(request, limits)
     files = {"harness.py": harness_source(), **workspace_files(workspace)}
+    if entry["kind"] != "function":
+        files["harness_entries.py"] = entries_source()
     return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
 
 

@@ -132,7 +132,7 @@ def test_malformed_toml_is_reported_with_the_file(tmp_path: Path) -> None:
 def test_missing_required_file_is_reported(tmp_path: Path) -> None:
     files = {k: v for k, v in MINIMAL_FILES.items() if k != "references/naive.py.tmpl"}
     write_minimal_template(tmp_path, files=files)
-    with pytest.raises(BankError, match=r"required file 'references/naive\.py\.tmpl' is missing"):
+    with pytest.raises(BankError, match=r"naive reference must be either references/naive\.py"):
         load_template("tiny-sum", tmp_path)
 
 

@@ -153,3 +153,20 @@ def test_bad_per_template_exits_2(tmp_path: Path, count: str) -> None:
     with pytest.raises(CommandError, match="--per-template") as caught:
         call_command("build_dataset", "--per-template", count, "--out", str(tmp_path))
     assert caught.value.returncode == 2
+
+
+def test_a_multi_file_instance_keeps_its_tree_and_gets_its_diagram_as_png(tmp_path: Path) -> None:
+    call_command(
+        "build_dataset", "--per-template", "1", "--templates", "ds-tariff-bills", "--out",
+        str(tmp_path),
+    )  # fmt: skip
+    base = tmp_path / "ds-tariff-bills" / "1"
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    (entry,) = manifest["instances"]
+    package = entry["editable"][0].split("/")[0]
+    assert (base / "task" / package / "models.py").is_file()  # read-only module
+    assert (base / "task" / "data" / "tariffs.csv").read_text().startswith("tariff_code,")
+    assert "<svg" in (base / "task" / "diagrams" / "billing.svg").read_text()
+    assert (base / "images" / "diagrams" / "billing.png").read_bytes().startswith(b"\x89PNG")
+    assert not list((base / "task").rglob("*.dot*"))  # the diagram's source stays server-side
+    assert "images/diagrams/billing.png" in entry["files"]

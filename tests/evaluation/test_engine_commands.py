@@ -93,7 +93,7 @@ def test_missing_solution_file_exits_2(tmp_path: Path) -> None:
     assert excinfo.value.returncode == 2
 
 
-@pytest.mark.timeout(300)  # four templates, one calibration each (~25 s)
+@pytest.mark.timeout(400)  # four templates at seed 1, ds-tariff-bills' four combinations (~90 s)
 def test_calibrate_all_measures_each_distinct_input_once_and_stores_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -104,10 +104,29 @@ def test_calibrate_all_measures_each_distinct_input_once_and_stores_it(
     out = capsys.readouterr().out
     for slug in known_slugs():
         assert f"{slug} seed 1: calibration" in out
-    assert f"{len(known_slugs())} distinct performance inputs in" in out
-    assert Calibration.objects.count() == len(known_slugs())
+    # Seed-drawn inputs: one per template; [performance] params: one per combination (2 x 2).
+    expected = len(known_slugs()) - 1 + 4
+    assert f"{expected} distinct performance inputs in" in out
+    assert Calibration.objects.count() == expected
     call_command("calibrate", "--all")  # again: every calibration is reused, none measured
-    assert Calibration.objects.count() == len(known_slugs())
+    assert Calibration.objects.count() == expected
+
+
+def test_evaluate_refuses_a_single_file_or_an_empty_directory_for_a_multi_file_task(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "x.py").write_text("x = 1\n")
+    with pytest.raises(CommandError, match="several editable files") as excinfo:
+        call_command(
+            "evaluate", "--template", "ds-tariff-bills", "--seed", "1",
+            "--solution", str(tmp_path / "x.py"),
+        )  # fmt: skip
+    assert excinfo.value.returncode == 2
+    with pytest.raises(CommandError, match="holds none of this task's editable files"):
+        call_command(
+            "evaluate", "--template", "ds-tariff-bills", "--seed", "1",
+            "--solution", str(tmp_path),
+        )  # fmt: skip
 
 
 def test_calibrate_needs_a_template_or_all() -> None:

@@ -67,27 +67,25 @@ def {entry}(*args, **kwargs):
 """
 
 
-def forked_naive(instance: Instance) -> bytes:
+def wrapped(instance: Instance, kind: str, **options: Any) -> dict[str, str]:
+    """The reference's editable files with its entry module wrapped in CHILD_WRAPPER."""
+    files = dict(instance.references[kind])
+    entry = instance.entry_points[0]
+    path = entry.module.replace(".", "/") + ".py"
+    files[path] = CHILD_WRAPPER.format(reference=files[path], entry=entry.name, **options)
+    return files
+
+
+def forked_naive(instance: Instance) -> dict[str, str]:
     """The naive reference, run in a forked child; the parent only relays the answer."""
-    return CHILD_WRAPPER.format(
-        reference=instance.references["naive"]["solution.py"],
-        entry=instance.entry_point,
-        hogs=0,
-        hog_mib=0,
-        in_child=True,
-    ).encode()
+    return wrapped(instance, "naive", hogs=0, hog_mib=0, in_child=True)
 
 
-def forked_hog(instance: Instance) -> bytes:
+def forked_hog(instance: Instance) -> dict[str, str]:
     """The efficient reference in the parent, while two children hold 55 % of the limit each
     (each under the limit, together over it, and under the kill threshold 128 MiB above)."""
-    return CHILD_WRAPPER.format(
-        reference=instance.references["efficient"]["solution.py"],
-        entry=instance.entry_point,
-        hogs=2,
-        hog_mib=max(1, instance.template.mem_mib * 55 // 100),
-        in_child=False,
-    ).encode()
+    hog_mib = max(1, instance.template.mem_mib * 55 // 100)
+    return wrapped(instance, "efficient", hogs=2, hog_mib=hog_mib, in_child=False)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +99,7 @@ def quick_calibration(slug: str) -> CalibrationResult:
     return calibrate(get_instance(slug, 1), real_sandbox(), rounds=1)
 
 
-def grade_with(instance: Instance, source: bytes, calibration: CalibrationResult) -> Any:
+def grade_with(instance: Instance, source: dict[str, str], calibration: CalibrationResult) -> Any:
     try:
         return grade(instance, source, sandbox=real_sandbox(), calibration=calibration)
     except CanaryDrift:

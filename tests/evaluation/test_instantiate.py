@@ -248,7 +248,7 @@ def test_bad_seed_is_rejected(seed: object) -> None:
 
 
 BROKEN_GENERATORS = [
-    ('return {"cases": []}', "must return a dict with task_data and cases"),
+    ('return {"cases": []}', "must return a dict with task_data, cases and optionally files"),
     ('cases[0]["kind"] = "performance"', "may be visible only if it is a functional case"),
     ('cases[1]["name"] = cases[2]["name"]', "case names must be unique"),
     ('cases[1]["expected"] = {1, 2}', "is not JSON-serialisable"),
@@ -269,6 +269,13 @@ def test_generator_output_is_validated(tmp_path: Path, patch: str, message: str)
         instantiate(load_template("tiny-sum", tmp_path), 1)
 
 
+def test_a_read_only_file_may_not_take_an_editable_files_path(tmp_path: Path) -> None:
+    files = {**MINIMAL_FILES, "files/solution.py": "oops\n"}
+    write_minimal_template(tmp_path, files=files)
+    with pytest.raises(BankError, match=r"the workspace path 'solution\.py' is used twice"):
+        instantiate(load_template("tiny-sum", tmp_path), 1)
+
+
 def test_minimal_template_renders_paths_contents_and_visible_cases(tmp_path: Path) -> None:
     write_minimal_template(tmp_path)
     instance = instantiate(load_template("tiny-sum", tmp_path), 4)
@@ -282,7 +289,7 @@ def test_minimal_template_renders_paths_contents_and_visible_cases(tmp_path: Pat
 
 
 def test_shipped_file_may_not_render_onto_a_reserved_name(tmp_path: Path) -> None:
-    files = {**MINIMAL_FILES, "files/solution.py": "oops\n"}
+    files = {**MINIMAL_FILES, "files/task_data.json": "{}\n"}
     write_minimal_template(tmp_path, files=files)
-    with pytest.raises(BankError, match=r"reserved workspace path 'solution\.py'"):
+    with pytest.raises(BankError, match=r"reserved workspace path 'task_data\.json'"):
         instantiate(load_template("tiny-sum", tmp_path), 1)

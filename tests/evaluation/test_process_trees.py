@@ -226,7 +226,7 @@ def test_visible_test_counts_cannot_be_forged_through_the_reply_channel(
         "import unittest\nimport solution\n\n"
         "class T(unittest.TestCase):\n    def test_a(self):\n        self.fail('no')\n"
     )
-    (result,) = sandbox.run_batch([unittest_spec(source, tests)])
+    (result,) = sandbox.run_batch([unittest_spec(source, {"test_visible.py": tests})])
     assert result.status == RunStatus.RE, result
     assert parse_reply(result)["ok"] is False
 

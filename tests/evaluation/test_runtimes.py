@@ -23,7 +23,7 @@ from evaluation import runtimes
 from evaluation.bank import BankError, parse_template
 from evaluation.calibration import perf_fingerprint
 from evaluation.instantiate import instantiate
-from evaluation.runs import case_spec, run_with_retries
+from evaluation.runs import case_spec, run_with_retries, workspace_of
 from evaluation.runtimes import RuntimeMissing, State, require_runtime, state
 from evaluation.runtimes.install import install
 from evaluation.sandbox import call_spec, get_sandbox, parse_reply
@@ -102,8 +102,9 @@ def test_threads_follow_the_templates_process_allowance(tmp_path: Path, data_run
     # solution's own: a template allowing 4 processes gets 2 BLAS threads, one allowing 3 gets 1.
     instance = _data_instance(tmp_path / "bank", processes=4)
     source = DATA_SOLUTION.encode()
+    workspace = workspace_of(instance, {"solution.py": DATA_SOLUTION})
     # Each thread's stack is RLIMIT_STACK (64 MiB) of address space: give it room.
-    spec = case_spec(instance, source, instance.cases[0], cpu_s=10, mem_mib=1024)
+    spec = case_spec(instance, workspace, instance.cases[0], cpu_s=10, mem_mib=1024)
     assert (spec.processes, spec.threads) == (4, 2)
     spec = dataclasses.replace(spec, stdin=call_spec(source, "fit", [[1, 2]], runtime=DATA).stdin)
     (result,) = get_sandbox("bwrap").run_batch([spec])
@@ -112,7 +113,7 @@ def test_threads_follow_the_templates_process_allowance(tmp_path: Path, data_run
     value = reply["result"]
     assert (value["blas_env"], value["pool_threads"]) == ("2", [2])
     three = _data_instance(tmp_path / "bank3", processes=3)
-    assert case_spec(three, source, three.cases[0], cpu_s=10, mem_mib=256).threads == 1
+    assert case_spec(three, workspace, three.cases[0], cpu_s=10, mem_mib=256).threads == 1
 
 
 def test_the_stdlib_runtime_has_no_numpy() -> None:
@@ -222,8 +223,8 @@ def _data_instance(tmp_path: Path, processes: int = 1) -> Any:
 
 def test_a_data_template_runs_its_cases_on_its_runtime(tmp_path: Path, data_runtime: Path) -> None:
     instance = _data_instance(tmp_path / "bank")
-    source = instance.references["efficient"]["solution.py"].encode()
-    specs = [case_spec(instance, source, case, cpu_s=10, mem_mib=256) for case in instance.cases]
+    workspace = workspace_of(instance, instance.references["efficient"])
+    specs = [case_spec(instance, workspace, case, cpu_s=10, mem_mib=256) for case in instance.cases]
     assert {spec.runtime for spec in specs} == {DATA}
     results, _ = run_with_retries(get_sandbox("bwrap"), specs)
     for case, result in zip(instance.cases, results, strict=True):
@@ -262,9 +263,9 @@ def test_healthz_reports_each_runtime(client: Client, settings: Any, open_dir: P
     data = check["runtimes"][DATA]
     assert data["state"] == "missing"
     assert "python -m evaluation.runtimes install python3.11-data" in data["detail"]
-    # No shipped template uses the data runtime (yet): a warning, not an error.
-    assert data["status"] == "warning"
-    assert check["status"] == "warning"
+    # A shipped template (ds-tariff-bills) runs on the data runtime: missing, it is an error.
+    assert data["status"] == "error"
+    assert check["status"] == "error"
 
 
 def test_the_unsafe_developer_backend_finds_the_runtime_too(
@@ -290,5 +291,5 @@ def test_worker_start_up_logs_each_runtimes_state(
         _refuse_without_sandbox()  # the worker_init handler: the sandbox works, so it starts
     lines = {r.getMessage().split(":")[0]: r.levelname for r in caplog.records}
     assert lines["task runtime python3.11-stdlib"] == "INFO"
-    assert lines["task runtime python3.11-data"] == "WARNING"  # missing, but no template uses it
+    assert lines["task runtime python3.11-data"] == "ERROR"  # missing, and ds-tariff-bills needs it
     assert any("python -m evaluation.runtimes install" in r.getMessage() for r in caplog.records)

@@ -18,7 +18,6 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -201,16 +200,36 @@ def test_call_returns_json_and_prints_go_to_stderr(sandbox: LocalBwrapBackend) -
 @pytest.mark.parametrize(
     ("source", "error", "message"),
     [
-        ("def f(x)\n    return x\n", "SyntaxError", r"^SyntaxError: .* \(line 1\)$"),
+        ("def f(x)\n    return x\n", "SyntaxError", r"^SyntaxError: .* \(solution.py, line 1\)$"),
         (b"def f(x):\n    return '\xff'\n", "EncodingError", r"not valid UTF-8 \(byte 0xff"),
         ("def g(x):\n    return x\n", "MissingEntryPoint", r"no function named 'f'"),
         ("f = 3\n", "MissingEntryPoint", r"'f' in solution.py is not a function"),
-        ("def f(x):\n    return f(x)\n", "RecursionError", r"^RecursionError: .* \(line 2\)$"),
-        ("def f(x):\n    return sum(f(x) for _ in [0])\n", "RecursionError", r"\(line 2\)$"),
-        ("def f(x):\n    return list(map(f, [x]))\n", "RecursionError", r"\(line 2\)$"),
+        (
+            "def f(x):\n    return f(x)\n",
+            "RecursionError",
+            r"^RecursionError: .* \(solution.py, line 2\)$",
+        ),
+        (
+            "def f(x):\n    return sum(f(x) for _ in [0])\n",
+            "RecursionError",
+            r"\(solution.py, line 2\)$",
+        ),
+        (
+            "def f(x):\n    return list(map(f, [x]))\n",
+            "RecursionError",
+            r"\(solution.py, line 2\)$",
+        ),
         ("def f(x):\n    return {1, 2}\n", "NotSerializable", r"containing a set"),
-        ("def f(x):\n    return x[5]\n", "Exception", r"^IndexError: list index .* \(line 2\)$"),
-        ("import nonexistent_pkg\n", "Exception", r"ModuleNotFoundError: .*\(line 1\)$"),
+        (
+            "def f(x):\n    return x[5]\n",
+            "Exception",
+            r"^IndexError: list index .* \(solution.py, line 2\)$",
+        ),
+        (
+            "import nonexistent_pkg\n",
+            "Exception",
+            r"ModuleNotFoundError: .*\(solution.py, line 1\)$",
+        ),
         ("def f(x):\n    raise SystemExit(3)\n", "Exit", r"exit\(3\)"),
     ],
 )
@@ -243,8 +262,9 @@ def test_unittest_mode_reports_counts_and_text(sandbox: LocalBwrapBackend) -> No
         "    def test_data(self):\n        import json\n"
         "        self.assertEqual(double(json.load(open('task_data.json'))['k']), 4)\n"
     )
-    spec = unittest_spec(solution, tests)
-    spec = replace(spec, files={**spec.files, "task_data.json": b'{"k": 2}'})
+    spec = unittest_spec(
+        {"solution.py": solution, "task_data.json": '{"k": 2}'}, {"test_visible.py": tests}
+    )
     (result,) = sandbox.run_batch([spec])
     reply = parse_reply(result)
     assert result.status == RunStatus.OK
@@ -257,7 +277,8 @@ def test_unittest_mode_reports_counts_and_text(sandbox: LocalBwrapBackend) -> No
 
 def test_unittest_mode_reports_a_broken_solution(sandbox: LocalBwrapBackend) -> None:
     tests = "import unittest\nfrom solution import double\n"
-    status, reply = run_one(sandbox, unittest_spec("def double(x) return x\n", tests))
+    broken = unittest_spec("def double(x) return x\n", {"test_visible.py": tests})
+    status, reply = run_one(sandbox, broken)
     assert status == RunStatus.OK
     assert reply["error"] == "SyntaxError"
     assert "(solution.py, line 1)" in str(reply["message"])
@@ -323,4 +344,4 @@ def test_malformed_batch_is_a_sandbox_error_for_every_spec(sandbox: LocalBwrapBa
     bad = RunSpec(files={"../escape.py": b""}, argv=("python3", "-c", "pass"))
     results = sandbox.run_batch([call_spec("def f():\n    return 1\n", "f", []), bad])
     assert [r.status for r in results] == [RunStatus.SANDBOX_ERROR] * 2
-    assert "flat names" in results[0].detail
+    assert "plain relative paths" in results[0].detail

@@ -38,7 +38,7 @@ def test_submitted_files_are_refused_when_oversize_binary_non_utf8_or_not_editab
     instance = get_instance("sde-binary-palindromes", 1)
     assert check_files(instance, {"solution.py": b"x = 1\n"}) == {"solution.py": "x = 1\n"}
     assert check_files(instance, {}) == instance.starter_files()  # missing: the starter
-    refused = {
+    refused: dict[str, dict[str, str | bytes]] = {
         "larger than": {"solution.py": b"#" * (300 * 1024)},
         "NUL": {"solution.py": b"a\x00b"},
         "not UTF-8": {"solution.py": "x = 'é'".encode("latin-1")},

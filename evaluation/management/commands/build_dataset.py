@@ -3,7 +3,9 @@
 Layout (byte-identical on re-runs: no timestamps, sorted JSON, ``\\n`` newlines)::
 
     DIR/manifest.json                      dataset version + sha256 of every file
-    DIR/<slug>/<seed>/task/...             what the participant or LLM gets
+    DIR/<slug>/<seed>/task/...             what the participant or LLM gets (editable and
+                                           read-only files, data, images, diagrams as SVG)
+    DIR/<slug>/<seed>/images/<path>.png    each diagram drawn as PNG, for models that take images
     DIR/<slug>/<seed>/evaluation.json      identity, names and every case with expected values
                                            (compact canonical JSON: the cases are large)
 
@@ -21,6 +23,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.bank import BankError, known_slugs, load_template
+from evaluation.diagrams import render_png
 from evaluation.instantiate import (
     canonical_json,
     evaluation_record,
@@ -121,6 +124,10 @@ class Command(BaseCommand):
                     raise CommandError(str(exc), returncode=2) from exc
                 base = out / template.slug / str(seed)
                 write_instance(instance, base / "task", with_references=False)
+                for svg, source in instance.diagrams.items():  # what a model that takes images gets
+                    png = base / "images" / (svg.removesuffix(".svg") + ".png")
+                    png.parent.mkdir(parents=True, exist_ok=True)
+                    png.write_bytes(render_png(source, svg))
                 _write_json(base / "evaluation.json", evaluation_record(instance), pretty=False)
                 files = {
                     path.relative_to(base).as_posix(): _sha256(path)
@@ -134,6 +141,7 @@ class Command(BaseCommand):
                         "path": f"{template.slug}/{seed}",
                         "instance_hash": instance.content_hash,
                         "entry_point": instance.entry_point,
+                        "editable": list(instance.editable),
                         "files": files,
                     }
                 )
