@@ -241,8 +241,8 @@ def test_a_solution_hiding_its_work_in_a_child_process_fails_end_to_end() -> Non
     from tests.evaluation.test_hostile_grading import forked_naive
 
     client, _, trial = opened()
-    source = forked_naive(get_instance(trial.template_slug, trial.seed)).decode()
-    response = post(client, url(trial, "submit"), {"code": source})
+    files = forked_naive(get_instance(trial.template_slug, trial.seed))
+    response = post(client, url(trial, "submit"), {"files": files})
     assert response.status_code == 200, response.content
     trial.refresh_from_db()
     assert trial.submission is not None
