@@ -300,6 +300,24 @@ def test_the_script_quotes_its_values_and_refuses_odd_tokens() -> None:
         render_submit_script("javascript:alert(1)", 7, "abc_DEF-123456789012")
 
 
+def test_the_script_of_a_project_refuses_a_folder_without_every_editable_file(
+    tmp_path: Path,
+) -> None:
+    editable = ("metering/__init__.py", "metering/bills.py", "metering/tariffs.py")
+    script = render_submit_script("https://study.example.org", 7, "abc_DEF-123456789012", editable)
+    (tmp_path / "metering").mkdir()
+    (tmp_path / "metering" / "__init__.py").write_text("")
+    (tmp_path / "metering" / "bills.py").write_text("")
+    (tmp_path / "submit").write_text(script)
+    done = subprocess.run(
+        ["sh", "submit"], cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 2  # before anything is packed or sent
+    assert "metering/tariffs.py is missing" in done.stderr
+    with pytest.raises(ValueError, match="editable paths"):
+        render_submit_script("https://x.org", 7, "abc_DEF-123456789012", ("a b/$(x).py",))
+
+
 @pytest.mark.skipif(
     not (shutil.which("curl") and shutil.which("tar") and shutil.which("gzip")),
     reason="needs curl, tar and gzip",
