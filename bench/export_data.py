@@ -131,7 +131,10 @@ def _trials(study: Any, participants: list[Any], rng: random.Random) -> list[Any
             passed = rng.random() < 0.3
             instance = TaskInstance(template=template, seed=seed, params={}, content_hash="e" * 64)
             submission = Submission(
-                instance=instance, source=b"pass", sha256="f" * 64, source_label="participant"
+                instance=instance,
+                files={"solution.py": "pass"},
+                sha256="f" * 64,
+                source_label="participant",
             )
             report = _report(template.slug, seed, passed, rng)
             evaluation = Evaluation(

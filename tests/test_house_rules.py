@@ -199,7 +199,10 @@ def test_get_on_every_participant_page_changes_nothing() -> None:
     Trial.objects.filter(pk=trial.pk).update(deadline=timezone.now() + timedelta(minutes=5))
     with grading_queued():
         trial = submit_trial(
-            Trial.objects.get(pk=trial.pk), b"x = 1\n", timezone.now(), channel="editor"
+            Trial.objects.get(pk=trial.pk),
+            {"solution.py": "x = 1\n"},
+            timezone.now(),
+            channel="editor",
         )
     assert_gets_change_nothing(client, _trial_pages(trial) + common)  # post-trial questionnaire
     assert study.post_trial is not None

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from ide_bridge.ai import budget
 from ide_bridge.ai.chat import chat_conversation
-from ide_bridge.ai.feedback import feedback_prompt, unified_diff
+from ide_bridge.ai.feedback import feedback_prompt, revision_target, unified_diff
 from ide_bridge.ai.providers import Message, ProviderError, ProviderReply, Purpose, provider_for
 from ide_bridge.ai.providers.base import (
     CURSOR,
@@ -39,6 +39,7 @@ from ide_bridge.ai.providers.base import (
 )
 from ide_bridge.models import AIRequest, IntegrityFlag
 from study.models import Trial
+from study.trials.files import instance_of
 from study.trials.services import TrialClosed, arm_config, save_draft
 
 Kind = AIRequest.Kind
@@ -132,6 +133,7 @@ class AIResult:
     token_cap: int
     is_demo: bool
     # Feedback mode only:
+    file: str = ""  # the editable file the revision is about
     code: str = ""
     diff: str = ""
     applied: bool = False
@@ -168,12 +170,15 @@ async def chat(trial: Trial, message: str, stage: str | None = None) -> AIResult
         return _result(request, await sync_to_async(_record)(request, reply, ms), reply)
 
 
-async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
+async def complete(trial: Trial, prefix: str, suffix: str, file: str | None = None) -> AIResult:
+    """An inline completion at the cursor of the active file (``file``, an editable path;
+    named to the model with the list of the workspace's files)."""
     before = CONTEXT_CHARS * 2 // 3
     prefix = prefix[-before:]
     suffix = suffix[: CONTEXT_CHARS - len(prefix)]
+    system = COMPLETE_SYSTEM + await sync_to_async(_file_context)(trial, file)
     conversation: list[Message] = [
-        {"role": "system", "content": COMPLETE_SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": f"{prefix}{CURSOR}{suffix}"},
     ]
     request = _Request(trial, Kind.COMPLETE, "", conversation)
@@ -187,29 +192,37 @@ async def complete(trial: Trial, prefix: str, suffix: str) -> AIResult:
 async def feedback(
     trial: Trial, feedback_text: str, current_code: str | None, stage: str | None
 ) -> AIResult:
-    """ELABORATION protocol: feedback in, a complete revised solution.py out, applied on the
-    server. The base is the server's draft (or the starter): the editor is read-only, so code
-    the client sends is only compared with it, never used."""
+    """ELABORATION protocol: feedback in, one complete revised editable file out (the one the
+    model names, else the first: ``feedback.revision_target``), applied on the server. The base
+    is the server's draft (or the starter): the editor is read-only, so code the client sends
+    (the text of the first editable file) is only compared with it, never used."""
     request = _Request(
         trial, Kind.FEEDBACK, stage or "", [{"role": "user", "content": feedback_text}]
     )
     await _authorise(request)
-    base = await sync_to_async(_feedback_conversation)(request, feedback_text)
+    files = await sync_to_async(_feedback_conversation)(request, feedback_text)
+    editable = list(files)
     async with _reserved(request):
         reply, ms = await _call(request)
-        revised = extract_code(reply.text)
+        extracted = extract_code(reply.text)
+        path, revised = editable[0], None
+        if extracted is not None:
+            path, revised = revision_target(extracted, editable)
+            revised = revised if revised.strip() else None
         request_id, applied, notice = await sync_to_async(_record_revision)(
-            request, reply, ms, revised
+            request, reply, ms, path, revised
         )
+    base = files[path]
     code = revised if applied and revised is not None else base
     return _result(
         request,
         request_id,
         reply,
+        file=path,
         code=code,
-        diff=unified_diff(base, code),
+        diff=unified_diff(base, code, path),
         applied=applied,
-        resynced=current_code is not None and current_code != base,
+        resynced=current_code is not None and current_code != files[editable[0]],
         notice=notice,
     )
 
@@ -374,25 +387,36 @@ def _result(request: _Request, request_id: str, reply: ProviderReply, **extra: A
     )
 
 
+def _file_context(trial: Trial, file: str | None) -> str:
+    """The active file and the workspace's other files, for the completion prompt ("" for an
+    unknown path or a one-file task)."""
+    instance = instance_of(trial)
+    if file is None or file not in instance.editable or len(instance.participant_files) < 2:
+        return ""
+    others = sorted({*instance.participant_files, *instance.images} - {file})
+    return f"\nThe file is {file}; the workspace also has: {', '.join(others)}."
+
+
 # --- Feedback mode ----------------------------------------------------------------------------
-def _feedback_conversation(request: _Request, feedback_text: str) -> str:
-    """Put the model's input into ``request.conversation``; return the code it revises."""
-    base, request.conversation = feedback_prompt(request.trial, request.stage, feedback_text)
-    return base
+def _feedback_conversation(request: _Request, feedback_text: str) -> dict[str, str]:
+    """Put the model's input into ``request.conversation``; return the editable files it may
+    revise (path -> current text)."""
+    files, request.conversation = feedback_prompt(request.trial, request.stage, feedback_text)
+    return files
 
 
 def _record_revision(
-    request: _Request, reply: ProviderReply, latency_ms: int, revised: str | None
+    request: _Request, reply: ProviderReply, latency_ms: int, path: str, revised: str | None
 ) -> tuple[str, bool, str]:
     """Record the reply and apply the revision in one transaction. A reply without usable code
     is recorded (its tokens count) and shown, but changes nothing."""
     if revised is None:
-        notice = "The assistant did not return a complete solution.py, so nothing was changed."
+        notice = "The assistant did not return a complete file, so nothing was changed."
         return _record(request, reply, latency_ms, "no code in the reply"), False, notice
     try:
         with transaction.atomic():
             request_id = _record(request, reply, latency_ms)
-            save_draft(request.trial, revised, timezone.now())
+            save_draft(request.trial, {path: revised}, timezone.now())
     except TrialClosed as exc:
         _record(request, reply, latency_ms, f"not applied: {exc}")
         raise TrialNotOpen(str(exc)) from None

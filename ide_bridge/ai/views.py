@@ -117,9 +117,12 @@ async def complete(trial: Trial, data: Body) -> Body:
     prefix, suffix = data.get("prefix"), data.get("suffix", "")
     if not isinstance(prefix, str) or not isinstance(suffix, str):
         raise InvalidRequest('"prefix" and "suffix" must be strings.')
+    file = data.get("file")
+    if file is not None and not isinstance(file, str):
+        raise InvalidRequest('"file" must be the path of the file being edited.')
     if len(prefix) + len(suffix) > MAX_CODE_CHARS:
         raise InvalidRequest("The code around the cursor is too long.")
-    result = await gateway.complete(trial, prefix, suffix)
+    result = await gateway.complete(trial, prefix, suffix, file)
     return {"suggestion_id": result.request_id, "text": result.reply.text, **_usage(result)}
 
 
@@ -132,6 +135,7 @@ async def feedback(trial: Trial, data: Body) -> Body:
     result = await gateway.feedback(trial, text, code, _stage(data))
     return {
         "reply": result.reply.text,
+        "file": result.file,
         "code": result.code,
         "diff": result.diff,
         "applied": result.applied,

@@ -18,6 +18,7 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Protocol, cast
 
@@ -35,7 +36,7 @@ MAX_NAME_CHARS = 1024
 TAR_OVERHEAD_BYTES = MAX_MEMBERS * 4 * KiB
 CHUNK_BYTES = 64 * KiB
 
-SOLUTION_FILE = "solution.py"
+SOLUTION_FILE = "solution.py"  # the one editable file of the one-file tasks
 IGNORED_TOP_FOLDERS = frozenset({"__MACOSX"})  # resource forks added by macOS's Finder
 
 ACCEPTED_FORMATS = ".tar.gz, .tgz, .tar or .zip"
@@ -69,8 +70,14 @@ def size_label(n: int) -> str:
     return f"{n // MiB} MiB" if n % MiB == 0 else f"{n // KiB} KiB"
 
 
-def read_workspace_archive(data: bytes, filename_or_content_type: str = "") -> Workspace:
-    """Check and read a workspace archive; raise ``ArchiveRejected`` with the reason."""
+def read_workspace_archive(
+    data: bytes,
+    filename_or_content_type: str = "",
+    editable: Sequence[str] = (SOLUTION_FILE,),
+) -> Workspace:
+    """Check and read a workspace archive; raise ``ArchiveRejected`` with the reason. Every
+    path of ``editable`` (the task's editable files, relative to the task folder) must be in
+    it; its other files are kept in the manifest and never graded."""
     if not data:
         raise ArchiveRejected("The upload is empty.")
     if len(data) > MAX_ARCHIVE_BYTES:
@@ -83,9 +90,15 @@ def read_workspace_archive(data: bytes, filename_or_content_type: str = "") -> W
         _read_zip(data, reader)
     else:
         _read_tar(data, reader, gzipped=kind == "tar.gz")
-    files = _strip_top_folder(reader.files)
-    if SOLUTION_FILE not in files:
-        raise ArchiveRejected("The archive has no solution.py at its top level.")
+    files = _strip_top_folder(reader.files, editable[0])
+    missing = [path for path in editable if path not in files]
+    if missing and len(editable) == 1:
+        raise ArchiveRejected(f"The archive has no {missing[0]} at its top level.")
+    if missing:
+        raise ArchiveRejected(
+            f"The archive has no {', '.join(missing[:5])} (paths relative to the task folder); "
+            "it must hold every editable file of the task."
+        )
     return Workspace(files=files, kind=kind)
 
 
@@ -363,9 +376,10 @@ def _ignored(name: str) -> bool:
     return name.split("/", 1)[0] in IGNORED_TOP_FOLDERS
 
 
-def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
-    """``project/solution.py`` -> ``solution.py`` when everything sits in one top folder."""
-    if SOLUTION_FILE in files or not files:
+def _strip_top_folder(files: dict[str, bytes], anchor: str) -> dict[str, bytes]:
+    """``project/solution.py`` -> ``solution.py`` when everything sits in one top folder and
+    ``anchor`` (the first editable path) is not already where it belongs."""
+    if anchor in files or not files:
         return files
     tops = {name.split("/", 1)[0] for name in files}
     if len(tops) != 1 or any("/" not in name for name in files):

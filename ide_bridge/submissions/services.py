@@ -1,9 +1,12 @@
 """Submitting a trial with a workspace archive (the ``submit`` script, or any HTTP client).
 
 The archive is checked in memory (:mod:`ide_bridge.submissions.archives`), kept exactly as received
-in a ``WorkspaceUpload`` and its ``solution.py`` is submitted through the study's own service, so
-the trial's rules (one submission, the deadline) apply unchanged. Uploading the same bytes again is
-a retry and returns the first upload.
+in a ``WorkspaceUpload`` and its editable files (every one the task has, e.g. ``solution.py``, or
+``app/pricing.py`` and ``app/rules.py``) are submitted through the study's own service, so the
+trial's rules (one submission, the deadline, the size limits) apply unchanged. The archive's other
+files (read-only task files, notes, tests of their own) are listed in the manifest and ignored:
+grading always takes them from the instance. Uploading the same bytes again is a retry and returns
+the first upload.
 """
 
 from __future__ import annotations
@@ -14,15 +17,10 @@ from datetime import datetime
 from django.db import transaction
 
 from ide_bridge.models import WorkspaceUpload
-from ide_bridge.submissions.archives import (
-    SOLUTION_FILE,
-    ArchiveRejected,
-    read_workspace_archive,
-    size_label,
-)
+from ide_bridge.submissions.archives import ArchiveRejected, read_workspace_archive
 from study.models import Arm, Trial
+from study.trials.files import FilesRefused, editable_paths
 from study.trials.services import (
-    MAX_DRAFT_BYTES,
     TrialClosed,
     check_channel,
     close_overdue_trial,
@@ -30,14 +28,12 @@ from study.trials.services import (
 )
 
 SUBMISSION_LABEL = "participant:archive"
-# The browser upload and autosave allow the same size for solution.py.
-MAX_SOLUTION_BYTES = MAX_DRAFT_BYTES
 
 
 def submit_archive(
     trial: Trial, data: bytes, filename: str, now: datetime
 ) -> tuple[WorkspaceUpload, bool]:
-    """Store the archive and submit its ``solution.py``; ``(upload, False)`` for a retry.
+    """Store the archive and submit its editable files; ``(upload, False)`` for a retry.
 
     Raises ``ChannelNotAllowed`` when the trial's arm takes no archives (before the archive
     is opened), ``ArchiveRejected`` for an unacceptable archive and ``TrialClosed`` when the
@@ -60,12 +56,9 @@ def _submit_archive(
     digest = hashlib.sha256(data).hexdigest()
     if (existing := _upload(trial, digest)) is not None:
         return existing, False
-    workspace = read_workspace_archive(data, filename)  # before taking any lock
-    solution = workspace.files[SOLUTION_FILE]
-    if len(solution) > MAX_SOLUTION_BYTES:
-        raise ArchiveRejected(
-            f"solution.py is larger than the {size_label(MAX_SOLUTION_BYTES)} limit."
-        )
+    editable = editable_paths(trial)
+    workspace = read_workspace_archive(data, filename, editable)  # before taking any lock
+    files = {path: workspace.files[path] for path in editable}
     # One upload of a trial at a time: a concurrent retry of the same archive waits here and
     # then finds the first one instead of hitting the unique constraint.
     list(Trial.objects.select_for_update().filter(pk=trial.pk).values_list("pk", flat=True))
@@ -78,7 +71,10 @@ def _submit_archive(
         size=len(data),
         files=workspace.manifest(),
     )
-    submit_trial(trial, solution, now, channel=Arm.Channel.SCRIPT, label=SUBMISSION_LABEL)
+    try:
+        submit_trial(trial, files, now, channel=Arm.Channel.SCRIPT, label=SUBMISSION_LABEL)
+    except FilesRefused as exc:  # not UTF-8, too large: the same sentences as the browser's
+        raise ArchiveRejected(str(exc)) from None
     return upload, True
 
 

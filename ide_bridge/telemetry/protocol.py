@@ -32,6 +32,10 @@ Validation policy (one rule per level):
   stored as sent: a tombstone ``{"kind": "rejected", "data": {"reason": ..., "kind": ...}}``
   takes its seq, so the acknowledged prefix still advances (a dropped seq would otherwise be
   re-sent forever). It is counted in ``rejected`` with its reason in ``errors``.
+* **Editing events name their file**: ``file`` is the workspace path of the editable file
+  (``app/pricing.py``) that an ``edit``, ``checkpoint``, ``code_reset``, ``selection``, ``paste``,
+  ``copy`` or focus event is about; without it an event is about the first editable file (every
+  event recorded before multi-file workspaces). ``task_load.files`` counts the editable files.
 * **Unknown keys in ``data``** are removed and the event is kept (an older server must not lose
   a newer client's edits); their number is reported in ``dropped_keys``.
 
@@ -70,20 +74,20 @@ KINDS: dict[str, frozenset[str]] = {
     kind: frozenset(keys)
     for kind, keys in {
         # Lifecycle
-        "task_load": ("versionId", "length"),
+        "task_load": ("versionId", "length", "file", "files"),
         "trial_start": (),
         "trial_end": ("reason",),
         "submit": ("versionId", "length", "sha256"),
         "skip_task": ("reason",),
-        "code_reset": ("code", "versionId"),
-        "checkpoint": ("code", "versionId", "reason"),
+        "code_reset": ("code", "versionId", "file"),
+        "checkpoint": ("code", "versionId", "reason", "file"),
         # Editing
-        "edit": ("changes", "versionId", "isUndoing", "isRedoing", "isFlush"),
-        "paste": ("length", "lines", "source", "offset"),
-        "copy": ("length", "source", "cut"),
-        "selection": ("offset", "length", "line", "column", "selections"),
-        "editor_focus": (),
-        "editor_blur": (),
+        "edit": ("changes", "versionId", "isUndoing", "isRedoing", "isFlush", "file"),
+        "paste": ("length", "lines", "source", "offset", "file"),
+        "copy": ("length", "source", "cut", "file"),
+        "selection": ("offset", "length", "line", "column", "selections", "file"),
+        "editor_focus": ("file",),
+        "editor_blur": ("file",),
         "page_visibility": ("state", "hidden_ms"),
         "window_focus": ("focused", "away_ms"),
         "idle": ("state", "idle_ms"),

@@ -273,15 +273,15 @@ def token_opens(trial: Trial, token: str) -> bool:
 
 
 @lru_cache(maxsize=32)
-def _starter_code(slug: str, seed: int) -> str:
+def _starter_files(slug: str, seed: int) -> dict[str, str]:
     """Instantiating a task takes seconds; the result is fixed for (template, seed)."""
-
-    return get_instance(slug, seed).participant_files.get("solution.py", "")
+    return get_instance(slug, seed).starter_files()
 
 
 # --- Replay ---------------------------------------------------------------------------------
 def replay_data(trial: Trial) -> dict[str, Any]:
-    """Everything the replay page needs: starter code and the events in seq order, each with
+    """Everything the replay page needs: the starter text of every editable file, the last
+    autosaved files, and the events in seq order, each with
     ``t_ms`` since the trial started. Client clocks drift, so client times are moved onto the
     server clock by the smallest observed (server receipt - client ts), i.e. by the event that
     reached the server fastest; ``t_ms`` never decreases along seq (a client clock stepping back
@@ -297,6 +297,7 @@ def replay_data(trial: Trial) -> dict[str, Any]:
     )
     started = trial.started_at or (rows[0][2] if rows else timezone.now())
     start_ms = int(started.timestamp() * 1000)
+    starter = dict(_starter_files(trial.template_slug, trial.seed))
     events, t_ms = [], 0
     for seq, ts, _, kind, payload in rows:
         if ts > 0:
@@ -306,8 +307,11 @@ def replay_data(trial: Trial) -> dict[str, Any]:
         "trial": trial.pk,
         "started_at": started.isoformat(),
         "ended_at": trial.ended_at.isoformat() if trial.ended_at else None,
-        "starter_code": _starter_code(trial.template_slug, trial.seed),
-        "final_code": trial.draft_code,
+        # Edit, checkpoint and selection events name their file ("file"); events without one
+        # (recorded before multi-file workspaces) are about the first editable file.
+        "starter_files": starter,
+        "final_files": {**starter, **(trial.draft_files or {})},
+        "default_file": next(iter(starter), ""),
         "clock_offset_ms": offset,
         "categories": CATEGORIES,
         "events": events,

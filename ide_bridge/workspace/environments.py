@@ -18,8 +18,8 @@ import abc
 
 from django.urls import reverse
 
-from ide_bridge.workspace.services import solution_text
 from study.models import Arm, Trial
+from study.trials.files import current_files
 
 __all__ = [
     "BrowserEnvironment",
@@ -47,8 +47,8 @@ class Environment(abc.ABC):
         """Where the participant works on ``trial``."""
 
     @abc.abstractmethod
-    def collect(self, trial: Trial) -> dict[str, bytes]:
-        """The participant's current files, by name (at least ``solution.py``)."""
+    def collect(self, trial: Trial) -> dict[str, str]:
+        """The participant's current editable files (path -> text, every editable path)."""
 
     @abc.abstractmethod
     def teardown(self, trial: Trial) -> None:
@@ -57,7 +57,7 @@ class Environment(abc.ABC):
 
 class BrowserEnvironment(Environment):
     """The Monaco workspace served by this app. Its files derive from the trial's instance
-    (deterministic in template and seed) plus the autosaved ``solution.py``, so there is
+    (deterministic in template and seed) plus the autosaved editable files, so there is
     nothing to create or delete."""
 
     ide = Arm.IDE.BROWSER
@@ -68,9 +68,8 @@ class BrowserEnvironment(Environment):
     def launch_url(self, trial: Trial) -> str:
         return reverse("ide_bridge:workspace", args=[trial.pk])
 
-    def collect(self, trial: Trial) -> dict[str, bytes]:
-
-        return {"solution.py": solution_text(trial).encode()}
+    def collect(self, trial: Trial) -> dict[str, str]:
+        return current_files(trial)
 
     def teardown(self, trial: Trial) -> None:
         return None

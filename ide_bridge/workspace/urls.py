@@ -14,4 +14,5 @@ urlpatterns = [
     path("<int:trial_id>/submit", views.submit, name="submit"),
     path("<int:trial_id>/state", views.state, name="state"),
     path("<int:trial_id>/close", views.close, name="close"),
+    path("<int:trial_id>/images/<path:path>", views.image, name="workspace_image"),
 ]

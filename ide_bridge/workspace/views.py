@@ -7,6 +7,12 @@ task", whose POST (``start``) starts the clock. The JSON endpoints answer errors
 allow editing (feedback-only) or takes no code from the editor (its submission channels), 404
 not yours, 409 trial closed, 413 code too large, 429 a test run already going. All POSTs need
 the CSRF token in ``X-CSRFToken``.
+
+Bodies carry files: ``{"files": {"<editable path>": "<text>", ...}}``. Autosave sends only the
+file that changed (the others keep their saved text); run and submit send what changed since
+the last save and act on the whole editable set. A task with one editable file also takes the
+shorthand ``{"code": "..."}``. A path that is not an editable file of the task is a 400 with a
+sentence, a file over the size limit a 413.
 """
 
 from __future__ import annotations
@@ -16,13 +22,15 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from evaluation.submissions import MAX_TOTAL_BYTES
 from ide_bridge.http import (
+    SIGNED_OUT,
     RequestError,
     async_participant_endpoint,
     json_error,
@@ -37,29 +45,37 @@ from study.journey.routing import current_step, is_current_trial
 from study.journey.services import SessionNotOpen
 from study.models import Arm, Trial
 from study.trials import services as trials
+from study.trials.files import FilesRefused, FilesTooLarge, current_files, editable_paths
 
 OPEN = (Trial.Status.PENDING, Trial.Status.ACTIVE)
-TOO_LARGE = f"solution.py is larger than the {trials.MAX_DRAFT_BYTES // 1024} KiB limit."
+TOO_LARGE = f"Your files together are larger than the {MAX_TOTAL_BYTES // 1024} KiB limit."
 FEEDBACK_ONLY = (
     "In this condition the code changes only through the assistant's revisions: write your "
     "feedback in the assistant panel."
 )
-# The body carries the code plus JSON quoting (every character may need escaping).
-MAX_BODY_BYTES = 6 * trials.MAX_DRAFT_BYTES + 1024
+EXPECTED = 'Expected a JSON object {"files": {"<path>": "<text>"}}.'
+# The body carries the files plus JSON quoting (every character may need escaping).
+MAX_BODY_BYTES = 6 * MAX_TOTAL_BYTES + 1024
 
 
-def _code(request: HttpRequest) -> str:
-    """The ``code`` field of a JSON body ``{"code": "..."}``."""
+def _files(request: HttpRequest, trial: Trial) -> dict[str, str]:
+    """The ``files`` of a JSON body (``{"code": ...}`` for a one-file task). The paths and
+    sizes are checked by the study's services (400 and 413 with their sentences)."""
     data = read_json_object(request, max_bytes=MAX_BODY_BYTES, too_large=TOO_LARGE)
-    code = data.get("code")
-    if not isinstance(code, str):
-        raise RequestError('Expected a JSON object {"code": "..."}.', 400)
-    if len(code.encode()) > trials.MAX_DRAFT_BYTES:
-        raise RequestError(TOO_LARGE, 413)
-    return code
+    files = data.get("files")
+    if files is None and "code" in data:
+        editable = editable_paths(trial)
+        if len(editable) != 1:
+            raise RequestError(
+                f"This task has several editable files; send them as {EXPECTED[18:-1]}.", 400
+            )
+        files = {editable[0]: data["code"]}
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise RequestError(EXPECTED, 400)
+    return files
 
 
-def _check_editable(trial: Trial, code: str) -> None:
+def _check_editable(trial: Trial, files: dict[str, str]) -> None:
     """The editor is one of the arm's submission channels (autosaved code is submitted at the
     deadline, so autosave and test runs count too), and the feedback-only arm's editor is
     read-only: both enforced on the server."""
@@ -67,10 +83,14 @@ def _check_editable(trial: Trial, code: str) -> None:
         trials.check_channel(trial, Arm.Channel.EDITOR)
     except trials.ChannelNotAllowed as exc:
         raise RequestError(str(exc), 403) from None
-    if trials.arm_config(trial).get("ai_mode") == "feedback" and (
-        code != workspace.solution_text(trial)
-    ):
-        raise RequestError(FEEDBACK_ONLY, 403)
+    if trials.arm_config(trial).get("ai_mode") == "feedback":
+        current = current_files(trial)
+        if any(path in current and text != current[path] for path, text in files.items()):
+            raise RequestError(FEEDBACK_ONLY, 403)
+
+
+def _refused(exc: FilesRefused) -> JsonResponse:
+    return json_error(str(exc), 413 if isinstance(exc, FilesTooLarge) else 400)
 
 
 def _closed(trial: Trial, exc: trials.TrialClosed) -> JsonResponse:
@@ -123,7 +143,7 @@ def start(request: HttpRequest, trial_id: int) -> HttpResponse:
 
 
 def _page_urls(trial: Trial, ai_mode: str) -> dict[str, str]:
-    names = ["autosave", "run", "submit", "state", "close", "events"]
+    names = ["autosave", "run", "submit", "state", "close", "events"]  # + images, per file
     if ai_mode != "none":
         names += ["ai_chat", "ai_complete", "ai_feedback", "ai_outcome"]
     urls = {name: reverse(f"ide_bridge:{name}", args=[trial.pk]) for name in names}
@@ -135,6 +155,7 @@ def _page_urls(trial: Trial, ai_mode: str) -> dict[str, str]:
 
 def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
     files = workspace.workspace_files(trial)
+    editable = list(editable_paths(trial))
     ai_mode = str(arm.get("ai_mode", "none"))
     closed = trial.status not in OPEN
     return {
@@ -146,6 +167,9 @@ def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
         # For telemetry's pagehide beacon (derived, not stored: every tab gets the same one).
         "telemetry_token": "" if closed else page_token(trial),
         "files": files,
+        "tree": workspace.file_tree(files),
+        "editable": editable,
+        "first_editable": editable[0],
         "documents": [f for f in files if f.is_document],
         "files_payload": workspace.files_payload(files),
         "state": workspace.trial_state(trial, timezone.now()),
@@ -159,16 +183,41 @@ def _page_context(trial: Trial, arm: dict[str, Any]) -> dict[str, Any]:
 @require_POST
 @participant_endpoint
 def autosave(request: HttpRequest, trial: Trial) -> JsonResponse:
-    code = _code(request)
-    _check_editable(trial, code)
+    """Save the files sent (usually the one that changed); answers with the saved paths."""
+    files = _files(request, trial)
+    _check_editable(trial, files)
     try:
-        saved = trials.save_draft(trial, code, timezone.now())
+        saved = trials.save_draft(trial, files, timezone.now())
     except trials.TrialClosed as exc:
         return _closed(trial, exc)
-    except ValueError as exc:
-        return json_error(str(exc), 413)
+    except FilesRefused as exc:
+        return _refused(exc)
     assert saved.draft_saved_at is not None
-    return JsonResponse({"saved_at": saved.draft_saved_at.isoformat(), "status": saved.status})
+    return JsonResponse(
+        {
+            "saved_at": saved.draft_saved_at.isoformat(),
+            "status": saved.status,
+            "saved": sorted(files),
+        }
+    )
+
+
+@require_GET
+def image(request: HttpRequest, trial_id: int, path: str) -> HttpResponse:
+    """A participant-visible image of the trial's task (the instance's images and ``.svg``
+    diagrams) for the viewer's ``<img>``; any other path is a 404, like another's trial."""
+    if not request.user.is_authenticated:
+        return json_error(SIGNED_OUT, 401)
+    trial = get_own_trial(request.user, trial_id)  # 404 when not theirs
+    found = workspace.image_file(trial, path)
+    if found is None:
+        raise Http404("no such image")
+    body, content_type = found
+    response = HttpResponse(body, content_type=content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = workspace.IMAGE_CSP
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
 
 
 @require_GET
@@ -193,23 +242,24 @@ def close(request: HttpRequest, trial: Trial) -> JsonResponse:
 @require_POST
 @participant_endpoint
 def submit(request: HttpRequest, trial: Trial) -> JsonResponse:
-    """Final submission of the code in the editor (saved first, so the draft matches)."""
-    code = _code(request)
-    _check_editable(trial, code)
+    """Final submission of the editable files (those sent are saved first, so the draft
+    matches; the whole editable set is submitted)."""
+    files = _files(request, trial)
+    _check_editable(trial, files)
     now = timezone.now()
     try:
         environment = get_environment(str(trials.arm_config(trial).get("ide")))
     except EnvironmentUnavailable as exc:
         return json_error(str(exc), 409, status=trial.status)
     try:
-        if trial.status == Trial.Status.ACTIVE:
-            trial = trials.save_draft(trial, code, now)
-        source = environment.collect(trial)[workspace.SOLUTION]
-        trial = trials.submit_trial(trial, source, now, channel=Arm.Channel.EDITOR)
+        if trial.status == Trial.Status.ACTIVE and files:
+            trial = trials.save_draft(trial, files, now)
+        collected = environment.collect(trial)
+        trial = trials.submit_trial(trial, collected, now, channel=Arm.Channel.EDITOR)
     except trials.TrialClosed as exc:
         return _closed(trial, exc)
-    except ValueError as exc:
-        return json_error(str(exc), 413)
+    except FilesRefused as exc:
+        return _refused(exc)
     environment.teardown(trial)
     return JsonResponse(
         {
@@ -220,9 +270,11 @@ def submit(request: HttpRequest, trial: Trial) -> JsonResponse:
     )
 
 
-def _save_for_run(trial: Trial, code: str) -> Trial:
-    _check_editable(trial, code)
-    return trials.save_draft(trial, code, timezone.now())
+def _save_for_run(trial: Trial, files: dict[str, str]) -> tuple[Trial, dict[str, str]]:
+    """Save what was sent, then the whole editable set the tests run against."""
+    _check_editable(trial, files)
+    trial = trials.save_draft(trial, files, timezone.now())
+    return trial, current_files(trial)
 
 
 @require_POST
@@ -230,16 +282,16 @@ def _save_for_run(trial: Trial, code: str) -> Trial:
 async def run_tests(request: HttpRequest, trial: Trial) -> JsonResponse:
     """Autosave, then run the visible tests in the sandbox. Async, so a run of up to ~20 s
     waits in a worker thread instead of blocking the server's thread for sync views."""
-    code = _code(request)
+    files = await sync_to_async(_files)(request, trial)
     try:
-        trial = await sync_to_async(_save_for_run)(trial, code)
+        trial, everything = await sync_to_async(_save_for_run)(trial, files)
     except trials.TrialClosed as exc:
         return json_error(str(exc), 409)
-    except ValueError as exc:
-        return json_error(str(exc), 413)
+    except FilesRefused as exc:
+        return _refused(exc)
     try:
         async with workspace.run_lock(trial.pk):
-            result = await asyncio.to_thread(workspace.run_visible_tests, trial, code)
+            result = await asyncio.to_thread(workspace.run_visible_tests, trial, everything)
     except workspace.RunInProgress as exc:
         return json_error(str(exc), 429)
     assert trial.draft_saved_at is not None

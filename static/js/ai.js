@@ -141,35 +141,37 @@
     input.placeholder = "Tell the assistant what to change… (Ctrl+Enter to send)";
     input.setAttribute("aria-label", "Feedback to the assistant");
     form.append(stage, input, el("div", { class: "d-flex gap-2" }, send));
-    log.append(el("p", { class: "small text-body-secondary mb-0", text: "You cannot edit the code in this task. Describe what the assistant should change; it rewrites solution.py and the change is shown below and applied to the editor." }));
+    log.append(el("p", { class: "small text-body-secondary mb-0", text: "You cannot edit the code in this task. Describe what the assistant should change; it rewrites one of your files at a time and the change is shown below and applied to the editor." }));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const text = input.value.trim();
       if (!text || closed) return;
       status.textContent = "";
       send.disabled = true;
-      const editor = window.haiEditor || editorDetail?.editor;
+      const ws = window.haiWorkspace;
       bubble("user", el("div", { text: stage.value ? `[${stage.selectedOptions[0].text}] ${text}` : text }));
       telemetry("chat_user_message", { length: text.length, stage: stage.value });
-      const pending = bubble("assistant", el("div", { class: "text-body-secondary small", text: "Revising solution.py…" }));
+      const pending = bubble("assistant", el("div", { class: "text-body-secondary small", text: "Revising your code…" }));
       const started = performance.now();
       try {
         const body = { feedback: text, stage: stage.value || null };
-        if (editor) body.code = editor.getValue();
+        if (ws) body.code = ws.fileText(ws.editable[0]); // compared with the server's, never used
         const data = await call("feedback", body);
         pending.remove();
         input.value = "";
         showUsage(data);
         // The diff shows the change; the full file is in the editor, not repeated here.
         const prose = data.applied ? data.reply.replace(/```[\w+-]*[ \t]*\n[\s\S]*?```/g, "").trim() : data.reply;
-        const content = render(prose || "Revised solution.py.", data.id);
+        const file = data.file || ws?.editable[0] || "";
+        const content = render(prose || `Revised ${file}.`, data.id);
         if (data.notice) content.append(el("p", { class: "small text-warning-emphasis mb-1", text: data.notice }));
-        if (data.diff) content.append(el("div", { class: "small fw-semibold mt-1", text: "Changes to solution.py" }), diffView(data.diff));
+        if (data.diff) content.append(el("div", { class: "small fw-semibold mt-1", text: `Changes to ${file}` }), diffView(data.diff));
         bubble("assistant", content);
         telemetry("chat_assistant_response", { request_id: data.id, length: data.reply.length, has_code: true, latency_ms: Math.round(performance.now() - started) });
         if (data.diff) telemetry("edit_preview", { request_id: data.id, length: data.code.length });
-        if (data.applied && editor && editor.getValue() !== data.code) {
-          editor.setValue(data.code); // already saved on the server; the autosave repeats it
+        if (data.applied && ws && ws.fileText(file) !== data.code) {
+          ws.showFile(file);
+          ws.setFileText(file, data.code); // already saved on the server; the autosave repeats it
           telemetry("edit_accept", { request_id: data.id, length: data.code.length });
         }
       } catch (error) {
@@ -233,7 +235,8 @@
         telemetry("suggestion_request", { trigger: context.triggerKind === 1 ? "explicit" : "automatic", offset: prefix.length });
         const started = performance.now();
         try {
-          const data = await call("complete", { prefix: prefix.slice(-PREFIX_CHARS), suffix: suffix.slice(0, SUFFIX_CHARS) }, abort.signal);
+          const file = detail.pathOf ? detail.pathOf(model) : null; // the active file, for the prompt
+          const data = await call("complete", { prefix: prefix.slice(-PREFIX_CHARS), suffix: suffix.slice(0, SUFFIX_CHARS), file }, abort.signal);
           showUsage(data);
           if (token.isCancellationRequested || !data.text) {
             if (data.suggestion_id) telemetry("suggestion_cancel", { request_id: data.suggestion_id });

@@ -1,10 +1,13 @@
-// Researcher replay of one trial: scrub a timeline, see solution.py at any moment.
+// Researcher replay of one trial: scrub a timeline, see every editable file at any moment.
 //
-// The code is rebuilt here from the server's data.json: start from the starter code, apply each
-// `edit` event's Monaco changes in seq order (each change's rangeOffset/rangeLength refer to the
-// text before the event, so the changes are applied from the highest offset down), and re-base
-// on every `checkpoint` / `code_reset` (full code). A checkpoint that disagrees with the rebuilt
-// text is counted as drift (an event was lost or rejected) and marked in red. Needs common.js.
+// The files are rebuilt here from the server's data.json: start from the starter files, apply
+// each `edit` event's Monaco changes in seq order to the file it names (`data.file`; events
+// without one are about `default_file`, the first editable file). Each change's
+// rangeOffset/rangeLength refer to the text before the event, so the changes are applied from
+// the highest offset down; every `checkpoint` / `code_reset` (full text of one file) re-bases
+// its file. A checkpoint that disagrees with the rebuilt text is counted as drift (an event was
+// lost or rejected) and marked in red. The shown file follows the event (pick another with the
+// file buttons). Needs common.js.
 (function () {
   "use strict";
   const root = document.getElementById("replay");
@@ -22,37 +25,42 @@
     return code;
   }
 
-  function step(code, event) {
-    if (event.kind === "edit") return applyEdit(code, event.data.changes || []);
-    if (event.kind === "checkpoint" || event.kind === "code_reset") return event.data.code;
-    return code;
+  let defaultFile = "";
+  const fileOf = (event) => (typeof event.data?.file === "string" && event.data.file) || defaultFile;
+
+  // The files after ``event`` (a new object when something changed).
+  function step(files, event) {
+    const path = fileOf(event);
+    if (event.kind === "edit") return { ...files, [path]: applyEdit(files[path] ?? "", event.data.changes || []) };
+    if (event.kind === "checkpoint" || event.kind === "code_reset") return { ...files, [path]: event.data.code };
+    return files;
   }
 
   const clock = (ms) => formatDuration(ms / 1000, "minutes");
 
   function build(data) {
     const events = data.events;
-    const snapshots = [data.starter_code]; // snapshots[k] = code after event index k*SNAPSHOT_EVERY - 1
+    const snapshots = [data.starter_files]; // snapshots[k] = files after event index k*SNAPSHOT_EVERY - 1
     const drift = new Set();
     let gaps = 0, prevSeq = 0;
-    let code = data.starter_code;
+    let files = data.starter_files;
     events.forEach((e, i) => {
       if (e.seq !== prevSeq + 1) gaps += e.seq - prevSeq - 1;
       prevSeq = e.seq;
-      if (e.kind === "checkpoint" && e.data.code !== code) drift.add(i);
-      code = step(code, e);
-      if ((i + 1) % SNAPSHOT_EVERY === 0) snapshots.push(code);
+      if (e.kind === "checkpoint" && e.data.code !== files[fileOf(e)]) drift.add(i);
+      files = step(files, e);
+      if ((i + 1) % SNAPSHOT_EVERY === 0) snapshots.push(files);
     });
-    return { events, snapshots, drift, gaps, finalCode: code };
+    return { events, snapshots, drift, gaps, finalFiles: files };
   }
 
-  function codeAt(model, starter, index) {
-    // Code after events[0..index] (index -1: the starter code).
+  function filesAt(model, starter, index) {
+    // Files after events[0..index] (index -1: the starter files).
     if (index < 0) return starter;
     const k = Math.floor((index + 1) / SNAPSHOT_EVERY);
-    let code = model.snapshots[k];
-    for (let i = k * SNAPSHOT_EVERY; i <= index; i++) code = step(code, model.events[i]);
-    return code;
+    let files = model.snapshots[k];
+    for (let i = k * SNAPSHOT_EVERY; i <= index; i++) files = step(files, model.events[i]);
+    return files;
   }
 
   function lastIndexAt(events, tMs) {
@@ -65,7 +73,17 @@
   }
 
   function start(data) {
+    defaultFile = data.default_file;
     const model = build(data);
+    const paths = Object.keys(data.starter_files);
+    let shownFile = defaultFile;
+    const picker = $("replay-files");
+    for (const path of paths) {
+      const b = el("button", { type: "button", class: "btn btn-outline-secondary btn-sm", "data-file": path, text: path });
+      b.addEventListener("click", () => { shownFile = path; const again = current; current = -2; show(again, true); });
+      picker.appendChild(b);
+    }
+    picker.hidden = paths.length < 2;
     const events = model.events;
     const slider = $("replay-time");
     const t0 = events.length ? Math.min(0, events[0].t_ms) : 0;
@@ -74,12 +92,16 @@
     slider.max = String(t1);
     let current = -2;
 
-    function show(index) {
+    // The shown file follows the event's file, unless the researcher just picked one.
+    function show(index, keepFile = false) {
       if (index === current) return;
       current = index;
-      $("replay-code").textContent = codeAt(model, data.starter_code, index);
       const e = events[index];
-      $("replay-event").textContent = e ? `#${e.seq} ${e.kind} at ${clock(e.t_ms)}` : "Starter code (before the first event)";
+      if (!keepFile && e && paths.includes(fileOf(e)) && e.data && ("file" in e.data || e.kind === "edit")) shownFile = fileOf(e);
+      $("replay-code").textContent = filesAt(model, data.starter_files, index)[shownFile] ?? "";
+      $("replay-file-name").textContent = shownFile;
+      for (const b of picker.children) b.classList.toggle("active", b.dataset.file === shownFile);
+      $("replay-event").textContent = e ? `#${e.seq} ${e.kind} at ${clock(e.t_ms)}` : "Starter files (before the first event)";
       $("replay-event-data").textContent = e && e.kind !== "checkpoint" ? JSON.stringify(e.data, null, 1) : "";
       $("replay-clock").textContent = clock(e ? e.t_ms : 0);
       if (e) history.replaceState(null, "", `#seq=${e.seq}`);
@@ -109,7 +131,7 @@
       `${events.length} events, ${clock(t1)} of activity.`,
       model.gaps ? `${model.gaps} sequence numbers missing (not received).` : "No missing sequence numbers.",
       model.drift.size ? `${model.drift.size} checkpoint(s) differ from the rebuilt code (re-based there).` : "Every checkpoint matches the rebuilt code.",
-      data.final_code && data.final_code !== model.finalCode ? "The last autosaved code differs from the replayed end state." : "",
+      ...paths.filter((p) => data.final_files[p] !== model.finalFiles[p]).map((p) => `The last autosaved ${p} differs from the replayed end state.`),
       Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}: ${n}`).join(", "),
     ];
     summary.replaceChildren(...lines.filter(Boolean).map((text) => el("p", { class: "mb-1", text })));

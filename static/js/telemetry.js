@@ -4,7 +4,10 @@
 // WHAT THE PAGE MUST PROVIDE (workspace template):
 // * common.js (window.hai), loaded before this script.
 // * This script, after or before workspace.js: it starts on the `hai:editor-ready` event
-//   {editor, monaco, trialId, readOnly} or on window.haiEditorReady if that already fired.
+//   {editor, monaco, trialId, readOnly, models, editable} or on window.haiEditorReady if that
+//   already fired. models maps each editable path to its Monaco model; editing events carry
+//   the path as data.file (replay rebuilds every file; an event without one is about the
+//   first editable file).
 // * <div id="workspace" data-telemetry-token="{{ telemetry_token }}">: the trial's page token
 //   (ide_bridge.telemetry.services.page_token) and, in the page's workspace-urls JSON, the
 //   "events" URL. Only the pagehide beacon uses them (POST <events>?token=...). Without them,
@@ -44,7 +47,9 @@
     started = true;
     const trialId = Number(detail.trialId);
     const editor = detail.editor;
-    const model = editor.getModel();
+    const models = detail.models || { [(detail.editable || ["solution.py"])[0]]: editor.getModel() };
+    const paths = Object.keys(models);
+    const fileOf = (m) => paths.find((p) => models[p] === m) || paths[0];
     const key = `hai:telemetry:${trialId}`;
     let pending = []; // {ts, kind, data} waiting for a seq
     let memory = null; // the buffer, while localStorage refuses writes (quota)
@@ -77,6 +82,7 @@
 
     // --- Recording ----------------------------------------------------------------------------
     let sinceCheckpoint = 0, lastCheckpointAt = Date.now(), dirty = false;
+    const dirtyFiles = new Set();
     function record(kind, data) {
       pending.push({ ts: Date.now(), kind, data: data || {} });
       if (kind !== "checkpoint") {
@@ -85,11 +91,17 @@
       }
       if (pending.length >= FLUSH_EVENTS) commit().then(flush);
     }
-    function checkpoint(reason) {
+    // One checkpoint per file changed since the last one (every file on load and submit).
+    function checkpoint(reason, { all = false } = {}) {
       sinceCheckpoint = 0;
       lastCheckpointAt = Date.now();
       dirty = false;
-      record("checkpoint", { code: model.getValue(), versionId: model.getVersionId(), reason });
+      for (const file of paths) {
+        if (!all && !dirtyFiles.has(file)) continue;
+        const m = models[file];
+        record("checkpoint", { code: m.getValue(), versionId: m.getVersionId(), reason, file });
+      }
+      dirtyFiles.clear();
     }
     function emitted(name, handler) {
       document.addEventListener(name, (ev) => handler(ev.detail || {}));
@@ -97,15 +109,18 @@
 
     // Edits: Monaco's changes refer to the text before the event (replay applies them from the
     // highest offset down). A flush (setValue) is followed by a checkpoint, to re-base replay.
-    model.onDidChangeContent((e) => {
-      record("edit", {
-        changes: e.changes.map((c) => ({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text })),
-        versionId: e.versionId, isUndoing: e.isUndoing, isRedoing: e.isRedoing, isFlush: e.isFlush,
+    for (const file of paths) {
+      models[file].onDidChangeContent((e) => {
+        record("edit", {
+          changes: e.changes.map((c) => ({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text })),
+          versionId: e.versionId, isUndoing: e.isUndoing, isRedoing: e.isRedoing, isFlush: e.isFlush, file,
+        });
+        dirty = true;
+        dirtyFiles.add(file);
+        activity();
+        if (e.isFlush || e.isEolChange) checkpoint("flush");
       });
-      dirty = true;
-      activity();
-      if (e.isFlush || e.isEolChange) checkpoint("flush");
-    });
+    }
 
     // Selection and cursor, at most once a second (the last one is kept).
     let lastSelectionAt = 0, selectionTimer = null, latestSelection = null;
@@ -114,10 +129,13 @@
       lastSelectionAt = Date.now();
       const e = latestSelection;
       const s = e.selection;
+      const model = editor.getModel();
+      if (!model) return;
       const offset = model.getOffsetAt(s.getStartPosition());
       record("selection", {
         offset, length: model.getOffsetAt(s.getEndPosition()) - offset,
         line: s.positionLineNumber, column: s.positionColumn, selections: 1 + e.secondarySelections.length,
+        file: fileOf(model),
       });
     }
     editor.onDidChangeCursorSelection((e) => {
@@ -125,8 +143,8 @@
       if (selectionTimer) return;
       selectionTimer = window.setTimeout(sendSelection, Math.max(0, lastSelectionAt + SELECTION_MS - Date.now()));
     });
-    editor.onDidFocusEditorText(() => record("editor_focus"));
-    editor.onDidBlurEditorText(() => record("editor_blur"));
+    editor.onDidFocusEditorText(() => record("editor_focus", { file: fileOf(editor.getModel()) }));
+    editor.onDidBlurEditorText(() => record("editor_blur", { file: fileOf(editor.getModel()) }));
 
     // Copy and paste. Copied text stays in memory only (never sent), to tell a paste from the
     // editor or the AI panel from one from outside; whitespace is ignored (auto-indent).
@@ -141,7 +159,8 @@
     }
     function onCopy(ev) {
       let text = "", source = "page";
-      if (editor.hasTextFocus()) {
+      const model = editor.getModel();
+      if (editor.hasTextFocus() && model) {
         source = "editor";
         const sel = editor.getSelection();
         text = sel && !sel.isEmpty() ? model.getValueInRange(sel) : `${model.getLineContent(sel ? sel.positionLineNumber : 1)}\n`;
@@ -150,18 +169,21 @@
         if (ev.target instanceof Element && ev.target.closest("[data-ai-panel]")) source = "ai_panel";
       }
       remember(text, source);
-      record("copy", { length: text.length, source, cut: ev.type === "cut" });
+      const data = { length: text.length, source, cut: ev.type === "cut" };
+      if (source === "editor") data.file = fileOf(model);
+      record("copy", data);
     }
     document.addEventListener("copy", onCopy, true);
     document.addEventListener("cut", onCopy, true);
     editor.onDidPaste((e) => {
+      const model = editor.getModel();
       const data = e.clipboardEvent?.clipboardData;
       const text = data?.getData("text/plain") || model.getValueInRange(e.range);
       const from = copied.get(norm(text));
       record("paste", {
         length: text.length, lines: e.range.endLineNumber - e.range.startLineNumber + 1,
         source: from === "editor" || from === "ai_panel" ? from : "outside",
-        offset: model.getOffsetAt(e.range.getStartPosition()),
+        offset: model.getOffsetAt(e.range.getStartPosition()), file: fileOf(model),
       });
     });
 
@@ -205,8 +227,9 @@
       record("run_tests", { passed: Math.max(0, total - failed - errors), failed, errors, total, duration_ms: d.duration_ms });
     });
     emitted("hai:submitted", () => {
-      checkpoint("submit");
-      record("submit", { versionId: model.getVersionId(), length: model.getValueLength() });
+      checkpoint("submit", { all: true });
+      const length = paths.reduce((n, p) => n + models[p].getValueLength(), 0);
+      record("submit", { versionId: models[paths[0]].getVersionId(), length });
       commit().then(flush);
     });
     emitted("hai:trial-closed", (d) => record("trial_end", { reason: String(d.status || "") }));
@@ -335,8 +358,9 @@
     });
     window.addEventListener("pageshow", (e) => { if (e.persisted) { stopped = false; connect(); } });
 
-    record("task_load", { versionId: model.getVersionId(), length: model.getValueLength() });
-    checkpoint("load");
+    const first = models[paths[0]];
+    record("task_load", { versionId: first.getVersionId(), length: first.getValueLength(), file: paths[0], files: paths.length });
+    checkpoint("load", { all: true });
     commit().then(connect);
     window.setInterval(tick, COMMIT_MS);
   }

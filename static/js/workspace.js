@@ -1,15 +1,26 @@
-// Trial workspace: Monaco editor, autosave, visible-test runs, countdown, submit and grading.
+// Trial workspace: file tree, Monaco editor, per-file autosave, visible-test runs, countdown,
+// submit and grading.
+//
+// Files: the server renders the tree (templates/ide_bridge/_file_tree.html; folders are
+// <details>) and the workspace-files JSON ({name, language, text, editable, document, image,
+// url}); state.files holds every editable path's current text and state.editable their order.
+// Editable files open in the editor (one Monaco model each), read-only text files in the
+// read-only viewer, Markdown documents in the side panel, images (.svg diagrams and binary
+// images) in the image viewer (an <img> from the server's image endpoint).
 //
 // For other scripts (telemetry.js, ai.js):
-// - window.haiEditor: the Monaco editor holding solution.py (read-only in the feedback-only arm
-//   and once the trial is closed; editor.setValue() still works and is autosaved while open).
+// - window.haiEditor: the Monaco editor of the editable files (its model is the open editable
+//   file; read-only in the feedback-only arm and once the trial is closed; setValue() on a model
+//   still works and is autosaved while open).
 // - document events (CustomEvent name, then its detail):
-//   hai:editor-ready {editor, monaco, trialId, readOnly}  (also kept in window.haiEditorReady)
-//   hai:file-opened {name}          hai:autosaved {savedAt, length}
+//   hai:editor-ready {editor, monaco, trialId, readOnly, models, editable, pathOf}
+//                                   (also kept in window.haiEditorReady; models: path -> model)
+//   hai:file-opened {name}          hai:autosaved {savedAt, files: [path], length}
 //   hai:tests-started {}            hai:tests-run {status, ok, tests_run, failures, errors, duration_ms}
 //   hai:time-warning {minutesLeft}  hai:submitted {trialId, auto}
 //   hai:trial-closed {status}  (the trial closed while this page was open: submit or deadline)
-// - window.haiWorkspace: {trialId, aiMode, save(), runTests(), isClosed()}.
+// - window.haiWorkspace: {trialId, aiMode, editable, save(), runTests(), isClosed(),
+//   showFile(path), fileText(path), setFileText(path, text)}.
 //
 // Needs common.js (window.hai) and htmx: once grading is done and the study releases the report,
 // the report body is the server's fragment (urls.report, study/results/_report_fragment.html)
@@ -23,10 +34,12 @@
   const files = jsonScript("workspace-files");
   const urls = jsonScript("workspace-urls");
   let state = jsonScript("workspace-state");
+  const editable = state.editable.slice();
   const trialId = Number(root.dataset.trialId);
   const aiMode = root.dataset.aiMode;
   const backupKey = `hai:draft:${trialId}`;
   const $ = (id) => document.getElementById(id);
+  const SAVE_DELAY_MS = 1500;
 
   // telemetry.js reads its beacon token from <body> (the base template owns that tag).
   if (root.dataset.telemetryToken) document.body.dataset.telemetryToken = root.dataset.telemetryToken;
@@ -39,25 +52,37 @@
   // --- Editor -------------------------------------------------------------------------------
   let editor = null;
   let viewer = null;
-  const models = {};
+  const models = {}; // path -> Monaco model (every text file that is not a document)
   let closed = root.dataset.closed === "true" || state.closed;
   let readOnly = root.dataset.readOnly === "true" || state.read_only;
+  let current = editable[0]; // the editable file in the editor
 
-  const getCode = () => (editor ? editor.getValue() : state.code);
+  const fileOf = (name) => files.find((f) => f.name === name);
+  const isEditable = (name) => editable.includes(name);
+  const fileText = (path) => (models[path] ? models[path].getValue() : state.files[path]);
+  const pathOf = (model) => Object.keys(models).find((p) => models[p] === model) || null;
 
-  function languageOf(name) {
-    const file = files.find((f) => f.name === name);
-    return file ? file.language : "plaintext";
-  }
-
-  function showFile(name) {
-    const file = files.find((f) => f.name === name);
-    if (!file) return;
+  function markActive(name) {
     document.querySelectorAll(".ws-file").forEach((b) => {
       const active = b.dataset.file === name;
       b.classList.toggle("active", active);
       if (active) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
     });
+    // A file inside a collapsed folder: open its folders so the active file shows.
+    const button = document.querySelector(`.ws-file[data-file="${CSS.escape(name)}"]`);
+    for (let d = button?.closest("details"); d; d = d.parentElement?.closest("details")) d.open = true;
+  }
+
+  function showPane(which) {
+    $("editor").hidden = which !== "editor";
+    $("viewer").hidden = which !== "viewer";
+    $("image-viewer").hidden = which !== "image";
+  }
+
+  function showFile(name) {
+    const file = fileOf(name);
+    if (!file) return;
+    markActive(name);
     if (file.document) {
       document.querySelectorAll("#doc-panel [data-doc]").forEach((a) => { a.hidden = a.dataset.doc !== name; });
       const tab = $("tab-task");
@@ -67,11 +92,25 @@
       return;
     }
     $("editor-file").textContent = name;
-    const isSolution = name === "solution.py";
-    $("editor-mode").hidden = isSolution && !readOnly;
-    $("editor").hidden = !isSolution;
-    $("viewer").hidden = isSolution;
-    if (!isSolution && viewer) viewer.setModel(models[name]);
+    if (file.image) {
+      const img = $("image-view");
+      img.src = file.url;
+      img.alt = `${name} (image)`;
+      $("editor-mode").textContent = "image";
+      $("editor-mode").hidden = false;
+      showPane("image");
+    } else if (isEditable(name)) {
+      current = name;
+      if (editor && models[name] && editor.getModel() !== models[name]) editor.setModel(models[name]);
+      $("editor-mode").textContent = "read-only";
+      $("editor-mode").hidden = !readOnly;
+      showPane("editor");
+    } else {
+      if (viewer) viewer.setModel(models[name]);
+      $("editor-mode").textContent = "read-only";
+      $("editor-mode").hidden = false;
+      showPane("viewer");
+    }
     emit("hai:file-opened", { name });
   }
 
@@ -80,39 +119,48 @@
     window.require(["vs/editor/editor.main"], function () {
       const monaco = window.monaco;
       for (const file of files) {
-        if (file.document) continue;
+        if (file.document || file.image) continue;
         const uri = monaco.Uri.parse(`file:///workspace/${file.name}`);
-        models[file.name] = monaco.editor.createModel(file.name === "solution.py" ? state.code : file.text, languageOf(file.name), uri);
+        const text = isEditable(file.name) ? state.files[file.name] : file.text;
+        models[file.name] = monaco.editor.createModel(text, file.language, uri);
       }
       const common = {
         automaticLayout: true, fontSize: 14, minimap: { enabled: false }, scrollBeyondLastLine: false,
         tabSize: 4, insertSpaces: true, detectIndentation: false, renderWhitespace: "selection",
       };
       $("editor").replaceChildren();
-      editor = monaco.editor.create($("editor"), { ...common, model: models["solution.py"], readOnly });
+      editor = monaco.editor.create($("editor"), { ...common, model: models[current], readOnly });
       viewer = monaco.editor.create($("viewer"), { ...common, readOnly: true, domReadOnly: true });
       editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, runTests);
-      editor.onDidChangeModelContent(() => { if (!closed) scheduleSave(); });
+      for (const path of editable) {
+        models[path].onDidChangeContent(() => { if (!closed) scheduleSave(path); });
+      }
       editor.onDidBlurEditorText(() => { save(); });
       window.haiEditor = editor;
       applyBackup();
-      const detail = { editor, monaco, trialId, readOnly };
+      const editableModels = Object.fromEntries(editable.map((p) => [p, models[p]]));
+      const detail = { editor, monaco, trialId, readOnly, models: editableModels, editable, pathOf };
       window.haiEditorReady = detail;
       emit("hai:editor-ready", detail);
-      showFile("solution.py");
+      showFile(current);
     });
   }
 
   function setReadOnly(value) {
     readOnly = value;
     if (editor) editor.updateOptions({ readOnly: value });
-    $("editor-mode").hidden = !value;
+    if (isEditable($("editor-file").textContent)) $("editor-mode").hidden = !value;
   }
 
-  // --- Autosave: debounced, on blur, on leaving; a local backup covers a lost connection ------
-  let lastSaved = state.code;
-  let saveTimer = null;
+  // --- Autosave: per file, debounced, on blur, on leaving; a local backup covers a lost
+  // connection. Only changed files are sent; the server keeps the others as saved. ----------
+  const lastSaved = { ...state.files }; // path -> the text the server has
+  const timers = {};
   let saving = null;
+
+  const dirtyPaths = () => editable.filter((p) => fileText(p) !== lastSaved[p]);
+  const changedFiles = () => Object.fromEntries(dirtyPaths().map((p) => [p, fileText(p)]));
+  const shortName = (path) => path.split("/").pop();
 
   function showSaveStatus(text, cls = "text-body-secondary") {
     const el = $("save-status");
@@ -120,25 +168,38 @@
     el.textContent = text;
   }
 
-  function scheduleSave() {
-    window.clearTimeout(saveTimer);
-    if (getCode() === lastSaved) return;
-    showSaveStatus("Unsaved changes…");
+  function markUnsaved() {
+    const dirty = new Set(dirtyPaths());
+    for (const path of editable) {
+      const dot = document.querySelector(`.ws-file[data-file="${CSS.escape(path)}"] .ws-unsaved`);
+      if (dot) dot.hidden = !dirty.has(path);
+    }
+    return dirty;
+  }
+
+  function scheduleSave(path) {
+    window.clearTimeout(timers[path]);
+    const dirty = markUnsaved();
+    if (!dirty.has(path)) return;
+    showSaveStatus(`Unsaved changes in ${shortName(path)}…`);
     writeBackup();
-    saveTimer = window.setTimeout(save, 1500);
+    timers[path] = window.setTimeout(() => save({ only: [path] }), SAVE_DELAY_MS);
   }
 
   function writeBackup() {
-    try { localStorage.setItem(backupKey, JSON.stringify({ code: getCode(), base: state.saved_at })); } catch { /* storage full or disabled */ }
+    try { localStorage.setItem(backupKey, JSON.stringify({ files: changedFiles(), base: state.saved_at })); } catch { /* storage full or disabled */ }
   }
 
   function applyBackup() {
     let backup = null;
     try { backup = JSON.parse(localStorage.getItem(backupKey) || "null"); } catch { backup = null; }
     if (!backup || closed) return;
+    // Older pages kept {code} for the one editable file.
+    const saved = backup.files || (typeof backup.code === "string" ? { [editable[0]]: backup.code } : {});
     // Only if nothing was saved on the server since (another device wins otherwise).
-    if (backup.base === state.saved_at && backup.code !== state.code) {
-      editor.setValue(backup.code);
+    const restore = Object.entries(saved).filter(([p, text]) => isEditable(p) && text !== state.files[p]);
+    if (backup.base === state.saved_at && restore.length) {
+      for (const [path, text] of restore) models[path].setValue(text);
       showSaveStatus("Restored unsaved changes from this browser");
       save();
     } else {
@@ -146,21 +207,32 @@
     }
   }
 
-  async function save({ keepalive = false } = {}) {
-    window.clearTimeout(saveTimer);
+  function markSaved(sent, savedAt) {
+    for (const [path, text] of Object.entries(sent)) lastSaved[path] = text;
+    state.saved_at = savedAt;
+    if (!dirtyPaths().length) localStorage.removeItem(backupKey); else writeBackup();
+    markUnsaved();
+  }
+
+  // Saves the changed files (``only``: just those paths, if changed).
+  async function save({ keepalive = false, only = null } = {}) {
+    for (const path of only || editable) window.clearTimeout(timers[path]);
     if (closed) return;
     if (saving) { await saving; }
-    const code = getCode();
-    if (code === lastSaved) return;
+    const sent = Object.fromEntries(
+      Object.entries(changedFiles()).filter(([path]) => !only || only.includes(path)),
+    );
+    const paths = Object.keys(sent);
+    if (!paths.length) return;
+    const length = paths.reduce((n, p) => n + sent[p].length, 0);
     saving = (async () => {
       try {
-        const { status, data } = await sendJSON(urls.autosave, { body: { code }, keepalive: keepalive && code.length < 60000 });
+        const { status, data } = await sendJSON(urls.autosave, { body: { files: sent }, keepalive: keepalive && length < 60000 });
         if (status === 200) {
-          lastSaved = code;
-          state.saved_at = data.saved_at;
-          if (getCode() === code) localStorage.removeItem(backupKey);
-          showSaveStatus(`Saved ${new Date(data.saved_at).toLocaleTimeString()}`);
-          emit("hai:autosaved", { savedAt: data.saved_at, length: code.length });
+          markSaved(sent, data.saved_at);
+          const names = paths.map(shortName).join(", ");
+          showSaveStatus(`Saved ${names} ${new Date(data.saved_at).toLocaleTimeString()}`);
+          emit("hai:autosaved", { savedAt: data.saved_at, files: paths, length });
         } else if (status === 409) {
           await refreshState();
         } else {
@@ -168,7 +240,7 @@
         }
       } catch {
         showSaveStatus("Not saved: connection lost. Your changes are kept in this browser; retrying…", "text-danger");
-        saveTimer = window.setTimeout(save, 5000);
+        for (const path of paths) timers[path] = window.setTimeout(() => save({ only: [path] }), 5000);
       } finally {
         saving = null;
       }
@@ -176,8 +248,9 @@
     return saving;
   }
 
-  window.addEventListener("pagehide", () => { if (getCode() !== lastSaved) save({ keepalive: true }); });
-  window.addEventListener("beforeunload", () => { if (getCode() !== lastSaved) save({ keepalive: true }); });
+  const anyUnsaved = () => dirtyPaths().length > 0;
+  window.addEventListener("pagehide", () => { if (anyUnsaved()) save({ keepalive: true }); });
+  window.addEventListener("beforeunload", () => { if (anyUnsaved()) save({ keepalive: true }); });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "hidden") save({ keepalive: true });
     else refreshState();
@@ -193,14 +266,18 @@
     if (response.status !== 200) return null;
     const fresh = response.data;
     offsetMs = Date.parse(fresh.server_time) - (sent + Date.now()) / 2;
-    const otherDevice = fresh.saved_at !== state.saved_at && getCode() === lastSaved;
+    const otherDevice = fresh.saved_at !== state.saved_at && !anyUnsaved();
     state = fresh;
     if (otherDevice) {
-      lastSaved = fresh.code;
-      if (editor && fresh.code !== editor.getValue()) {
-        editor.setValue(fresh.code);
-        showSaveStatus("Updated with the code saved from another window");
+      let updated = false;
+      for (const path of editable) {
+        const text = fresh.files[path];
+        if (typeof text !== "string") continue;
+        lastSaved[path] = text;
+        if (models[path] && models[path].getValue() !== text) { models[path].setValue(text); updated = true; }
       }
+      markUnsaved();
+      if (updated) showSaveStatus("Updated with the code saved from another window");
     }
     if (fresh.closed && !closed) enterClosed(fresh.status, { transition: true });
     return fresh;
@@ -276,11 +353,11 @@
     summary.textContent = "Running…";
     writeConsole("$ python -m unittest test_visible -v\nRunning the visible tests in the sandbox…\n");
     emit("hai:tests-started", {});
-    const code = getCode();
+    const sent = changedFiles(); // the server saves them, then runs the whole editable set
     try {
-      const { status, data } = await sendJSON(urls.run, { body: { code } });
+      const { status, data } = await sendJSON(urls.run, { body: { files: sent } });
       if (status === 200 || status === 503) {
-        if (data.saved_at) { lastSaved = code; state.saved_at = data.saved_at; localStorage.removeItem(backupKey); }
+        if (data.saved_at) markSaved(sent, data.saved_at);
         writeConsole(`$ python -m unittest test_visible -v\n${data.output || ""}`, data.ok ? "ws-ok" : "ws-fail");
         summary.className = `small ${data.ok ? "text-success" : "text-danger"}`;
         summary.textContent = data.status === "passed" ? `${data.tests_run} tests passed`
@@ -320,7 +397,7 @@
   function enterClosed(status, { transition = false, submitted = false } = {}) {
     if (closed && polling) return;
     closed = true;
-    window.clearTimeout(saveTimer);
+    for (const path of editable) window.clearTimeout(timers[path]);
     localStorage.removeItem(backupKey);
     setReadOnly(true);
     $("run-tests").disabled = true;
@@ -337,15 +414,17 @@
     confirmButton.disabled = true;
     const modal = window.bootstrap?.Modal.getInstance($("submit-modal"));
     if (modal) modal.hide();
-    window.clearTimeout(saveTimer);
+    for (const path of editable) window.clearTimeout(timers[path]);
     setReadOnly(true);
     $("run-tests").disabled = true;
     $("submit-open").disabled = true;
     showGrading("Submitting your solution…");
+    // The whole editable set (the server saves what changed, then submits every file).
+    const sent = Object.fromEntries(editable.map((p) => [p, fileText(p)]));
     try {
-      const { status, data } = await sendJSON(urls.submit, { body: { code: getCode() } });
+      const { status, data } = await sendJSON(urls.submit, { body: { files: sent } });
       if (status === 200) {
-        lastSaved = getCode();
+        markSaved(sent, state.saved_at);
         emit("hai:submitted", { trialId, auto: false });
         enterClosed("submitted", { transition: true, submitted: true });
         return;
@@ -424,7 +503,13 @@
   $("submit-confirm").addEventListener("click", submit);
   $("console-clear").addEventListener("click", () => { writeConsole(""); $("run-summary").textContent = ""; });
 
-  window.haiWorkspace = { trialId, aiMode, save, runTests, isClosed: () => closed };
+  function setFileText(path, text) {
+    if (models[path] && models[path].getValue() !== text) models[path].setValue(text);
+  }
+
+  window.haiWorkspace = {
+    trialId, aiMode, editable, save, runTests, showFile, fileText, setFileText, isClosed: () => closed,
+  };
   boot();
   if (closed) {
     enterClosed(state.status);

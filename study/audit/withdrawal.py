@@ -125,8 +125,8 @@ def delete_research_data(participant: Participant) -> dict[str, int]:
         "responses": deleted.get("study.Response", 0),
         "answers": deleted.get("study.Answer", 0),
         "trial_drafts": Trial.objects.filter(participant=participant)
-        .exclude(draft_code="", submission=None, evaluation=None)
-        .update(draft_code="", draft_saved_at=None, submission=None, evaluation=None),
+        .exclude(draft_files={}, draft_saved_at=None, submission=None, evaluation=None)
+        .update(draft_files={}, draft_saved_at=None, submission=None, evaluation=None),
     }
     responses = participant_data_deleted.send(
         sender=Participant, participant_id=participant.pk, trial_ids=trial_ids

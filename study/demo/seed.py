@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from evaluation.bank import list_templates
 from evaluation.instances import get_instance
+from evaluation.submissions import reference_files
 from study.demo.answers import answers_for
 from study.enrolment.accounts import issue_login_link
 from study.enrolment.services import give_consent, submit_screening
@@ -150,12 +151,12 @@ def consent_and_screen(participant: Participant, rng: random.Random) -> None:
     participant.refresh_from_db()
 
 
-def solution_for(trial: Trial, kind: str) -> bytes:
-
+def solution_for(trial: Trial, kind: str) -> dict[str, str]:
+    """The editable files a demo participant submits: the starter, or a stored reference."""
     instance = get_instance(trial.template_slug, trial.seed)
     if kind == "starter":
-        return instance.participant_files["solution.py"].encode()
-    return instance.references[kind].encode()
+        return instance.starter_files()
+    return reference_files(instance, kind)
 
 
 def do_trial(

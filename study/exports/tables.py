@@ -353,7 +353,7 @@ def register_tables() -> None:
             primary_key=("participant_id", "period"),
             foreign_keys=FOREIGN,
             withheld=(
-                Withheld("Trial.draft_code, Submission.source", "free_text", "drop", "code is never in a package (tier 1 data stays on the server)"),  # noqa: E501
+                Withheld("Trial.draft_files, Submission.files", "free_text", "drop", "code (every editable file, drafts and submissions) is never in a package (tier 1 data stays on the server)"),  # noqa: E501
                 Withheld("Trial.seed, solution sha256, trial id", "direct", "drop", "public: unique codes would link releases made under different scopes"),  # noqa: E501
                 Withheld("Trial.started_at, ended_at, deadline", "quasi", "relative_time", "public: only durations are released"),  # noqa: E501
                 Withheld("Evaluation.report.tests[].message, error", "none", "drop", "grader messages are not analysis variables"),  # noqa: E501

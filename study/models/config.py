@@ -169,7 +169,7 @@ class Arm(models.Model):
         """The ways code reaches a trial's submission."""
 
         EDITOR = "editor", "In-browser editor (its autosave, test runs and submit)"
-        UPLOAD = "upload", "Upload page (the participant uploads a solution.py file)"
+        UPLOAD = "upload", "Upload page (the participant uploads their editable files)"
         SCRIPT = "script", "Submit script (a workspace archive, e.g. from Codespaces)"
 
     class AIMode(models.TextChoices):

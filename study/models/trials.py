@@ -33,7 +33,14 @@ class Trial(models.Model):
     evaluation = models.ForeignKey(
         "evaluation.Evaluation", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    draft_code = models.TextField(blank=True, help_text="Last saved code (autosave).")
+    # Only the editable files the participant saved at least once (autosave sends the file
+    # that changed); an editable path that is missing here is still the instance's starter.
+    draft_files = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Last saved text of each editable file the participant changed (path -> text); "
+        "the others are the starter's.",
+    )
     draft_saved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 CLOSE_FORBIDDEN = 4403  # not a researcher of this study (or no such study: the same answer)
 # Saves that change nothing the monitor shows.
-QUIET_TRIAL_FIELDS = frozenset({"draft_code", "draft_saved_at"})
+QUIET_TRIAL_FIELDS = frozenset({"draft_files", "draft_saved_at"})
 QUIET_PARTICIPANT_FIELDS = frozenset({"last_activity_at"})
 
 

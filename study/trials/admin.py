@@ -2,7 +2,7 @@
 
 ``evaluation`` knows nothing about participants, so its admin lists every submission. The study
 replaces those two admins with the same pages scoped to the researcher's trials (a participant's
-``solution.py`` and grading report are study data); superusers still see every row.
+editable files and grading report are study data); superusers still see every row.
 """
 
 from __future__ import annotations

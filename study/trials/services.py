@@ -2,26 +2,38 @@
 
 The clock is the server's: ``start_trial`` (a POST, never a page view) sets the deadline from
 the participant's frozen arm; past it, submissions and drafts are refused and the trial is
-closed with its last saved code (``close_overdue_trial``, also run every minute by the
+closed with its last saved files (``close_overdue_trial``, also run every minute by the
 ``study.close_overdue_trials`` task). Closing a session's last trial moves the participant on
 (``journey.services.advance_session``).
+
+Files are maps of editable path -> text (``study.trials.files``): a draft is saved file by file
+(``save_draft`` merges what it gets into ``Trial.draft_files``), a submission carries the whole
+editable set. Bad paths and oversize files raise ``FilesRefused`` / ``FilesTooLarge``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 
 from evaluation.services import submit_solution
+from evaluation.submissions import BadSubmission
 from study.configuration.snapshots import frozen_arm
 from study.journey.flow import Stage
 from study.journey.services import advance_session, start_session, touch
 from study.models import Arm, Trial
 from study.models.config import MODEL_WRITTEN_CHANNELS
+from study.trials.files import (
+    FilesRefused,
+    check_files,
+    check_total,
+    current_files,
+    instance_of,
+)
 
-MAX_DRAFT_BYTES = 256 * 1024
 # How a refusal names a channel, and how it points to the ones the trial takes.
 _CHANNEL_REFUSED = {
     Arm.Channel.EDITOR: "from the in-browser editor",
@@ -114,19 +126,38 @@ def _close_if_overdue(trial: Trial, now: datetime) -> None:
 
 
 def submit_trial(
-    trial: Trial, source: bytes, now: datetime, *, channel: str, label: str = "participant"
+    trial: Trial,
+    files: Mapping[str, str | bytes],
+    now: datetime,
+    *,
+    channel: str,
+    label: str = "participant",
 ) -> Trial:
-    """Store the solution that came through ``channel`` (an ``Arm.Channel``) and queue its
-    grading. A channel the arm does not allow raises ``ChannelNotAllowed``; a second submission
-    is refused; past the deadline the trial closes instead (with its last saved code, if
-    any)."""
+    """Store the editable files that came through ``channel`` (an ``Arm.Channel``) and queue
+    their grading. ``files`` is the whole editable set (path -> text; an editable path left out
+    is the starter's, the engine's rule). A channel the arm does not allow raises
+    ``ChannelNotAllowed``; a bad path or size ``FilesRefused``/``FilesTooLarge``; a second
+    submission is refused; past the deadline the trial closes instead (with its last saved
+    files, if any)."""
     check_channel(trial, channel)
+    instance = instance_of(trial)
+    checked = check_files(instance, files)
+    check_total(instance.starter_files() | checked)
     _close_if_overdue(trial, now)
-    return _submit_trial(trial, source, now, label)
+    return _submit_trial(trial, checked, now, label)
+
+
+def _engine_submit(trial: Trial, files: dict[str, str], **kwargs: Any) -> Any:
+    try:
+        return submit_solution(
+            template_slug=trial.template_slug, seed=trial.seed, files=files, **kwargs
+        )
+    except BadSubmission as exc:  # checked above; the engine's own net
+        raise FilesRefused(str(exc)) from None
 
 
 @transaction.atomic
-def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Trial:
+def _submit_trial(trial: Trial, files: dict[str, str], now: datetime, label: str) -> Trial:
     trial = _locked(trial)
     if not trial.participant.is_active:
         raise TrialClosed("Your participation has ended; submissions are no longer accepted.")
@@ -140,10 +171,9 @@ def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Tri
     assert trial.started_at is not None
     if now > trial.deadline:  # closed by another request in the meantime
         raise TrialClosed("The time for this trial ran out.")
-    evaluation = submit_solution(
-        template_slug=trial.template_slug,
-        seed=trial.seed,
-        source=source,
+    evaluation = _engine_submit(
+        trial,
+        files,
         source_label=label,
         duration_s=(now - trial.started_at).total_seconds(),
         time_limit_s=trial_time_limit(trial).total_seconds(),  # PAR-N caps at the arm's limit
@@ -160,18 +190,19 @@ def _submit_trial(trial: Trial, source: bytes, now: datetime, label: str) -> Tri
 
 @transaction.atomic
 def close_overdue_trial(trial: Trial, now: datetime) -> bool:
-    """Close an active trial past its deadline: submit the last saved code, or mark it expired.
-    Either way it counts as the full time limit (PAR). Returns True if it closed the trial."""
+    """Close an active trial past its deadline: submit the last saved files (the draft over the
+    starter) when the participant saved at least one file that is not blank, else mark it
+    expired without a submission. Either way it counts as the full time limit (PAR). Returns
+    True if it closed the trial."""
     trial = _locked(trial)
     if trial.status != Trial.Status.ACTIVE or trial.deadline is None or now <= trial.deadline:
         return False
     fields = ["status", "ended_at"]
-    if trial.draft_code.strip():
+    if any(str(text).strip() for text in (trial.draft_files or {}).values()):
         assert trial.started_at is not None
-        evaluation = submit_solution(
-            template_slug=trial.template_slug,
-            seed=trial.seed,
-            source=trial.draft_code.encode(),
+        evaluation = _engine_submit(
+            trial,
+            current_files(trial),
             source_label="participant:auto-submitted",
             duration_s=(trial.deadline - trial.started_at).total_seconds(),
             time_limit_s=trial_time_limit(trial).total_seconds(),
@@ -185,24 +216,27 @@ def close_overdue_trial(trial: Trial, now: datetime) -> bool:
     return True
 
 
-def save_draft(trial: Trial, code: str, now: datetime) -> Trial:
-    """Autosave: keep the participant's latest code on the server (used for auto-submission at
-    the deadline, reload and a second device). Refused once the trial is closed."""
+def save_draft(trial: Trial, files: Mapping[str, str], now: datetime) -> Trial:
+    """Autosave: keep the participant's latest text of the editable files in ``files`` on the
+    server (used for auto-submission at the deadline, reload and a second device). Only the
+    files sent change; the others keep their saved text. Refused once the trial is closed;
+    bad paths and sizes raise ``FilesRefused``/``FilesTooLarge`` and save nothing."""
+    checked = check_files(instance_of(trial), files)
     _close_if_overdue(trial, now)
-    return _save_draft(trial, code, now)
+    return _save_draft(trial, checked, now)
 
 
 @transaction.atomic
-def _save_draft(trial: Trial, code: str, now: datetime) -> Trial:
+def _save_draft(trial: Trial, files: dict[str, str], now: datetime) -> Trial:
     trial = _locked(trial)
     if trial.status != Trial.Status.ACTIVE or not trial.participant.is_active:
         raise TrialClosed("This trial is closed; changes are no longer saved.")
     if trial.deadline is not None and now > trial.deadline:
         raise TrialClosed("The time for this trial ran out.")
-    if len(code.encode()) > MAX_DRAFT_BYTES:
-        raise ValueError(f"solution.py is larger than the {MAX_DRAFT_BYTES // 1024} KiB limit.")
-    trial.draft_code = code
+    merged = {**(trial.draft_files or {}), **files}
+    check_total(current_files(trial) | merged)
+    trial.draft_files = dict(sorted(merged.items()))
     trial.draft_saved_at = now
-    trial.save(update_fields=["draft_code", "draft_saved_at"])
+    trial.save(update_fields=["draft_files", "draft_saved_at"])
     touch(trial.participant_id, now)
     return trial

@@ -16,15 +16,18 @@ from django.core.files.uploadedfile import UploadedFile
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.datastructures import MultiValueDict
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.instances import get_instance
+from evaluation.submissions import MAX_FILE_BYTES
 from study.access import get_participant, get_trial_for_participant
 from study.journey.routing import current_step, is_current_trial, step_url
 from study.journey.services import SessionNotOpen
 from study.markdown import render_markdown
 from study.models import Arm, Trial
 from study.results.release import released_view
+from study.trials.files import FilesRefused, listing
 from study.trials.services import (
     ChannelNotAllowed,
     TrialClosed,
@@ -35,7 +38,7 @@ from study.trials.services import (
     submit_trial,
 )
 
-MAX_UPLOAD_BYTES = 256 * 1024
+MAX_UPLOAD_BYTES = MAX_FILE_BYTES
 OPEN = (Trial.Status.PENDING, Trial.Status.ACTIVE)
 
 
@@ -60,7 +63,7 @@ def trial(request: HttpRequest, trial_id: int) -> HttpResponse:
         except ChannelNotAllowed as exc:
             error, status = str(exc), 403
         else:
-            error = _submit_upload(trial, request.FILES.get("solution"))
+            error = _submit_upload(trial, request.FILES)
             if not error:
                 return redirect("study:trial", trial_id=trial.pk)
             status = 400
@@ -68,15 +71,28 @@ def trial(request: HttpRequest, trial_id: int) -> HttpResponse:
     return render(request, "study/trial.html", _trial_context(trial, error), status=status)
 
 
-def _submit_upload(trial: Trial, upload: UploadedFile | None) -> str:
-    """Submit the uploaded solution.py; the error to show, or "" once it is submitted."""
-    if upload is None:
-        return "Choose your solution.py file before submitting."
-    if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
-        return "solution.py is larger than the 256 KiB limit."
+def upload_field(index: int) -> str:
+    """The form field of the task's ``index``-th editable file (``file-0``, ``file-1``, ...)."""
+    return f"file-{index}"
+
+
+def _submit_upload(trial: Trial, uploads: MultiValueDict[str, UploadedFile]) -> str:
+    """Submit the uploaded editable files (one field per editable path; all of them, so that
+    a forgotten file is never replaced by its starter); the error to show, or "" once it is
+    submitted."""
+    editable = get_instance(trial.template_slug, trial.seed).editable
+    files: dict[str, bytes] = {}
+    for index, path in enumerate(editable):
+        upload = uploads.get(upload_field(index))
+        if upload is None:
+            missing = [p for i, p in enumerate(editable) if upload_field(i) not in uploads]
+            return f"Choose your {listing(missing)} before submitting."
+        if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
+            return f"{path} is larger than the {MAX_UPLOAD_BYTES // 1024} KiB limit."
+        files[path] = upload.read()
     try:
-        submit_trial(trial, upload.read(), timezone.now(), channel=Arm.Channel.UPLOAD)
-    except TrialClosed as exc:
+        submit_trial(trial, files, timezone.now(), channel=Arm.Channel.UPLOAD)
+    except (TrialClosed, FilesRefused) as exc:
         return str(exc)
     return ""
 
@@ -98,12 +114,16 @@ def trial_start(request: HttpRequest, trial_id: int) -> HttpResponse:
 
 def _trial_context(trial: Trial, error: str) -> dict[str, Any]:
     instance = get_instance(trial.template_slug, trial.seed)
-    files = sorted(name for name in instance.participant_files if name != "README.md")
+    files = sorted(
+        name for name in {*instance.participant_files, *instance.images} if name != "README.md"
+    )
+    uploads = [(upload_field(i), path) for i, path in enumerate(instance.editable)]
     return {
         "trial": trial,
         "arm": arm_config(trial),
         "readme_html": render_markdown(instance.participant_files["README.md"]),
         "files": files,
+        "uploads": uploads,
         "error": error,
         "upload_allowed": Arm.Channel.UPLOAD in allowed_channels(trial),
         "deadline_iso": trial.deadline.isoformat() if trial.deadline else "",
@@ -113,12 +133,21 @@ def _trial_context(trial: Trial, error: str) -> dict[str, Any]:
 @login_required(login_url="/")
 @require_GET
 def trial_file(request: HttpRequest, trial_id: int, name: str) -> HttpResponse:
+    """A participant file of the trial's instance (text, or an image as its bytes), as a
+    download; never a hidden file."""
     trial = _own_trial(request, trial_id)
-    files = get_instance(trial.template_slug, trial.seed).participant_files
-    if name not in files:  # only the participant files of this instance, never hidden ones
+    instance = get_instance(trial.template_slug, trial.seed)
+    if name in instance.participant_files:
+        body: str | bytes = instance.participant_files[name]
+        content_type = "text/plain; charset=utf-8"
+    elif name in instance.images:
+        body, content_type = instance.images[name], "application/octet-stream"
+    else:
         raise Http404("no such file")
-    response = HttpResponse(files[name], content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response = HttpResponse(body, content_type=content_type)
+    basename = name.rsplit("/", 1)[-1].replace('"', "")
+    response["Content-Disposition"] = f'attachment; filename="{basename}"'
+    response["X-Content-Type-Options"] = "nosniff"
     return response
 
 

@@ -82,7 +82,7 @@ def build(slug: str) -> tuple[Study, User, str]:
     assert trial is not None
     with grading_queued():
         trial = submit_trial(
-            start_trial(trial, now), f"# {slug} solution\n".encode(), now, channel="editor"
+            start_trial(trial, now), {"solution.py": f"# {slug} solution\n"}, now, channel="editor"
         )
     assert trial.evaluation_id is not None
     Evaluation.objects.filter(pk=trial.evaluation_id).update(report={"note": f"{slug} report"})

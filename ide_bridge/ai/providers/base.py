@@ -17,13 +17,21 @@ from typing import Literal, Protocol, TypedDict
 # Marks the cursor in the user message of an inline-completion request (prefix + CURSOR + suffix).
 CURSOR = "<CURSOR>"
 # A feedback request ends with two user messages (the gateway writes them, the demo reads them):
-# the task, with the current solution.py between CODE_START and CODE_END and then the stage
-# label; and the participant's feedback, alone in the last message after FEEDBACK_HEADING. The
-# participant's text is never in the message that carries the code, so no marker it contains
-# can change what is read as code.
-CODE_START = "Current solution.py:\n```python\n"
+# the task, with the file to revise (``code_start(path)``, its text, then CODE_END) and then the
+# stage label; and the participant's feedback, alone in the last message after
+# FEEDBACK_HEADING. The participant's text is never in the message that carries the code, so no
+# marker it contains can change what is read as code. A revision of another editable file than
+# the one shown starts its code block with FILE_MARKER and that file's path.
+CODE_START = "Current file "  # + path + CODE_FENCE
+CODE_FENCE = ":\n```python\n"
 CODE_END = "```\nStage: "
 FEEDBACK_HEADING = "Feedback:\n"
+FILE_MARKER = "# file: "
+
+
+def code_start(path: str) -> str:
+    return f"{CODE_START}{path}{CODE_FENCE}"
+
 
 # Rough token estimate when a provider does not report usage: about 4 characters per token
 # for English text and code with GPT-style BPE tokenisers (OpenAI's own rule of thumb), plus a
@@ -94,7 +102,7 @@ def strip_fences(text: str) -> str:
 
 
 def extract_code(reply: str) -> str | None:
-    """The complete solution.py in a reply: its longest fenced code block, or the whole reply
+    """The complete revised file in a reply: its longest fenced code block, or the whole reply
     if it is bare Python. None when there is no usable code."""
     blocks = re.findall(r"^```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)^```", reply, re.M | re.S)
     if blocks:

@@ -12,9 +12,11 @@ from collections.abc import Sequence
 
 from ide_bridge.ai.providers.base import (
     CODE_END,
+    CODE_FENCE,
     CODE_START,
     CURSOR,
     FEEDBACK_HEADING,
+    FILE_MARKER,
     Message,
     ProviderReply,
     Purpose,
@@ -124,11 +126,14 @@ def demo_completion(fim: str) -> str:
 
 
 def demo_revision(task: str, feedback_message: str) -> str:
-    """The current solution.py with one visible, harmless improvement, in a python block.
-    The code and the stage come from the task message (after its last CODE_END only the stage
-    label follows); the participant's feedback, from its own message, is only quoted."""
-    start, end = task.find(CODE_START), task.rfind(CODE_END)
-    code = task[start + len(CODE_START) : end] if 0 <= start < end else ""
+    """The current file with one visible, harmless improvement, in a python block naming the
+    file. The file, its code and the stage come from the task message (after its last CODE_END
+    only the stage label follows); the participant's feedback, from its own message, is only
+    quoted."""
+    start, end = task.rfind(CODE_START), task.rfind(CODE_END)
+    fence = task.find(CODE_FENCE, start) if start >= 0 else -1
+    path = task[start + len(CODE_START) : fence] if 0 <= start < fence < end else ""
+    code = task[fence + len(CODE_FENCE) : end] if path else ""
     stage = " ".join(task[end + len(CODE_END) :].split()) if end >= 0 else ""
     stage = stage or "general"
     feedback = " ".join(feedback_message.removeprefix(FEEDBACK_HEADING).split())[:120]
@@ -136,7 +141,7 @@ def demo_revision(task: str, feedback_message: str) -> str:
     return (
         f"{DEMO_LABEL} It cannot really revise your solution; to show how the feedback "
         "protocol works it records your feedback in the code and changes nothing else.\n\n"
-        f"```python\n{revised}```\n"
+        f"```python\n{FILE_MARKER}{path}\n{revised}```\n"
     )
 
 
@@ -156,7 +161,7 @@ def add_note(code: str, note: str) -> str:
     head = 0  # keep a shebang and an encoding line first
     while head < len(lines) and head < 2 and _is_header(lines[head]):
         head += 1
-    docstring = f'"""solution.py, revised by the demo assistant (not a real AI).\n\n{note}\n"""\n'
+    docstring = f'"""Revised by the demo assistant (not a real AI).\n\n{note}\n"""\n'
     return "".join(lines[:head]) + docstring + "".join(lines[head:])
 
 

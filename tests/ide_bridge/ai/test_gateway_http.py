@@ -226,7 +226,7 @@ def test_feedback_mode_revises_the_code_on_the_server_and_returns_a_diff() -> No
     assert data["diff"].startswith("--- solution.py (before)\n+++ solution.py (after)\n")
     assert "\n+# Demo assistant (not a real AI) noted: Feedback (Coding)" in data["diff"]
     trial.refresh_from_db()
-    assert trial.draft_code == data["code"]
+    assert trial.draft_files["solution.py"] == data["code"]
     row = AIRequest.objects.get(trial=trial)
     assert (row.kind, row.stage, row.status) == ("feedback", "coding", "ok")
     assert "Task description (README.md)" in row.messages[-2]["content"]
@@ -236,8 +236,8 @@ def test_feedback_mode_revises_the_code_on_the_server_and_returns_a_diff() -> No
     assert again.status_code == 200
     assert again.json()["resynced"] is False
     trial.refresh_from_db()
-    assert trial.draft_code.startswith(data["code"])
-    assert "noted: Feedback (not given): Now add a test." in trial.draft_code
+    assert trial.draft_files["solution.py"].startswith(data["code"])
+    assert "noted: Feedback (not given): Now add a test." in trial.draft_files["solution.py"]
     latest = AIRequest.objects.filter(trial=trial).order_by("-created_at")[0]
     assert "- (coding) Handle an empty input first." in latest.messages[-2]["content"]
     # Chat and completions are not part of this protocol.
@@ -399,8 +399,8 @@ def test_feedback_text_is_never_read_as_the_models_code() -> None:
     assert response.status_code == 200, response.content
     trial.refresh_from_db()
     assert response.json()["applied"] is True
-    assert trial.draft_code == response.json()["code"]
-    lines = trial.draft_code.splitlines()
+    assert trial.draft_files["solution.py"] == response.json()["code"]
+    lines = trial.draft_files["solution.py"].splitlines()
     assert "import os" not in lines
     assert not any(line.startswith("os.system") for line in lines)
     row = AIRequest.objects.get(trial=trial)

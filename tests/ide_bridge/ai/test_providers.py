@@ -29,9 +29,10 @@ from ide_bridge.ai.providers import (
 )
 from ide_bridge.ai.providers.base import (
     CODE_END,
-    CODE_START,
     CURSOR,
     FEEDBACK_HEADING,
+    FILE_MARKER,
+    code_start,
     extract_code,
     strip_fences,
 )
@@ -326,7 +327,10 @@ def test_demo_completion_continues_the_line_at_the_cursor() -> None:
 def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     code = "from __future__ import annotations\n\n\ndef solve(x):\n    return x\n"
     request: list[Message] = [
-        {"role": "user", "content": f"Task...\n{CODE_START}{code}{CODE_END}Debugging"},
+        {
+            "role": "user",
+            "content": f"Task...\n{code_start('app/core.py')}{code}{CODE_END}Debugging",
+        },
         {"role": "user", "content": f"{FEEDBACK_HEADING}Handle empty x"},
     ]
     demo = DemoProvider()
@@ -342,6 +346,9 @@ def test_demo_revision_returns_the_code_with_a_visible_valid_change() -> None:
     assert "not a real AI" in reply.text
     assert reply.finish_reason == "stop"
     revised = reply.text.split("```python\n", 1)[1].rsplit("```", 1)[0]
+    # The block names the file it revises (the one the task message showed).
+    assert revised.startswith(f"{FILE_MARKER}app/core.py\n")
+    revised = revised.split("\n", 1)[1]
     assert revised != code
     assert code.split("\n", 1)[1] in revised  # the rest is unchanged
     assert "Feedback (Debugging): Handle empty x" in revised

@@ -219,7 +219,7 @@ def test_the_first_upload_is_stored_and_submits_the_trial(trial: Trial, token: s
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == starter(trial)
+    assert trial.submission.files == {"solution.py": starter(trial).decode()}
     assert trial.submission.source_label == "participant:archive"
     assert trial.evaluation is not None
     assert trial.evaluation.status == "queued"
@@ -298,6 +298,24 @@ def test_the_script_quotes_its_values_and_refuses_odd_tokens() -> None:
         render_submit_script("https://x.org", 7, "abc'; rm -rf ~; echo '0123456789")
     with pytest.raises(ValueError, match="base_url"):
         render_submit_script("javascript:alert(1)", 7, "abc_DEF-123456789012")
+
+
+def test_the_script_of_a_project_refuses_a_folder_without_every_editable_file(
+    tmp_path: Path,
+) -> None:
+    editable = ("metering/__init__.py", "metering/bills.py", "metering/tariffs.py")
+    script = render_submit_script("https://study.example.org", 7, "abc_DEF-123456789012", editable)
+    (tmp_path / "metering").mkdir()
+    (tmp_path / "metering" / "__init__.py").write_text("")
+    (tmp_path / "metering" / "bills.py").write_text("")
+    (tmp_path / "submit").write_text(script)
+    done = subprocess.run(
+        ["sh", "submit"], cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 2  # before anything is packed or sent
+    assert "metering/tariffs.py is missing" in done.stderr
+    with pytest.raises(ValueError, match="editable paths"):
+        render_submit_script("https://x.org", 7, "abc_DEF-123456789012", ("a b/$(x).py",))
 
 
 @pytest.mark.skipif(

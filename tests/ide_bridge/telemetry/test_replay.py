@@ -16,6 +16,7 @@ from study.models import Trial
 from study.trials.services import save_draft
 from tests.factories import ResearcherFactory
 from tests.ide_bridge.telemetry_helpers import TS0, apply_edit, started_trial, starter_code
+from tests.ide_bridge.workspace.workspace_helpers import on_project, project_starter
 
 pytestmark = pytest.mark.django_db
 
@@ -73,16 +74,23 @@ def random_session(code: str, rng: random.Random, n: int) -> tuple[list[dict[str
     return out, code
 
 
-def rebuild(data: dict[str, Any], upto_seq: int | None = None) -> str:
-    code: str = data["starter_code"]
+def rebuild_files(data: dict[str, Any], upto_seq: int | None = None) -> dict[str, str]:
+    """Every editable file after the events up to ``upto_seq``, as replay.js rebuilds them:
+    an event is about its ``file``, else the default (first editable) file."""
+    files: dict[str, str] = dict(data["starter_files"])
     for e in data["events"]:
         if upto_seq is not None and e["seq"] > upto_seq:
             break
+        path = e["data"].get("file") or data["default_file"]
         if e["kind"] == "edit":
-            code = apply_edit(code, e["data"]["changes"])
+            files[path] = apply_edit(files[path], e["data"]["changes"])
         elif e["kind"] in ("checkpoint", "code_reset"):
-            code = e["data"]["code"]
-    return code
+            files[path] = e["data"]["code"]
+    return files
+
+
+def rebuild(data: dict[str, Any], upto_seq: int | None = None) -> str:
+    return rebuild_files(data, upto_seq)[data["default_file"]]
 
 
 def test_researcher_on_the_study_sees_the_replay_page() -> None:
@@ -111,14 +119,15 @@ def test_data_json_rebuilds_the_final_code_equal_to_the_draft() -> None:
     items, final = random_session(starter_code(trial), random.Random(11), 300)
     for start in range(0, len(items), 40):
         ingest(trial, items[start : start + 40])
-    save_draft(trial, final, timezone.now())
+    save_draft(trial, {"solution.py": final}, timezone.now())
 
     response = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json")
     assert response.status_code == 200
     data = response.json()
-    assert data["starter_code"] == starter_code(trial)
+    assert data["starter_files"] == {"solution.py": starter_code(trial)}
+    assert data["default_file"] == "solution.py"
     assert [e["seq"] for e in data["events"]] == list(range(1, len(items) + 1))
-    assert rebuild(data) == final == data["final_code"]
+    assert rebuild(data) == final == data["final_files"]["solution.py"]
     # Every moment can be rebuilt; the midway checkpoint agrees with the deltas before it.
     checkpoint = next(e for e in data["events"] if e["kind"] == "checkpoint")
     assert rebuild(data, checkpoint["seq"] - 1) == checkpoint["data"]["code"]
@@ -136,3 +145,46 @@ def test_replay_of_a_trial_without_events_is_the_starter_code() -> None:
     data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
     assert data["events"] == []
     assert rebuild(data) == starter_code(trial)
+
+
+def test_a_project_replays_every_file_from_the_events_that_name_it() -> None:
+    _, _, trial = started_trial()
+    trial = on_project(trial)
+    starter = project_starter(trial)
+    bills, tariffs = "metering/bills.py", "metering/tariffs.py"
+    final = {
+        bills: starter[bills] + "# priced\n",
+        tariffs: "# rewritten\n" + starter[tariffs],
+    }
+    events = [
+        {"kind": "task_load", "data": {"file": "metering/__init__.py", "files": 3}},
+        {
+            "kind": "edit",
+            "data": {
+                "file": bills,
+                "changes": [
+                    {"rangeOffset": len(starter[bills]), "rangeLength": 0, "text": "# priced\n"}
+                ],
+            },
+        },
+        {"kind": "selection", "data": {"file": tariffs, "offset": 0, "length": 0}},
+        {
+            "kind": "edit",
+            "data": {
+                "file": tariffs,
+                "changes": [{"rangeOffset": 0, "rangeLength": 0, "text": "# rewritten\n"}],
+            },
+        },
+        {"kind": "checkpoint", "data": {"file": tariffs, "code": final[tariffs]}},
+    ]
+    items = [{"seq": i + 1, "ts": TS0 + 500 * i, **e} for i, e in enumerate(events)]
+    ack = ingest(trial, items)
+    assert ack.rejected == 0
+    assert ack.dropped_keys == 0  # "file" is a known key of these kinds
+    save_draft(trial, final, timezone.now())
+
+    data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
+    assert data["starter_files"] == starter
+    assert data["default_file"] == "metering/__init__.py"
+    assert rebuild_files(data) == starter | final == data["final_files"]
+    assert rebuild_files(data, 2) == starter | {bills: final[bills]}  # one file at a time

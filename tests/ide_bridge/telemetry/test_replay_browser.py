@@ -28,7 +28,7 @@ def test_replay_rebuilds_the_recorded_session(live_server: Any, page: Any) -> No
     _, _, trial = started_trial()
     items, final = random_session(starter_code(trial), random.Random(3), 60)
     ingest(trial, items)
-    save_draft(trial, final, timezone.now())
+    save_draft(trial, {"solution.py": final}, timezone.now())
     researcher = ResearcherFactory.create()
     trial.participant.study.researchers.add(researcher)
     client = Client()

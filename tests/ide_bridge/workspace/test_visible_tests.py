@@ -37,7 +37,7 @@ def test_running_the_starter_shows_failing_unittest_output() -> None:
     assert "NotImplementedError" in result["output"]
     assert "Ran " in result["output"]
     trial.refresh_from_db()
-    assert trial.draft_code == starter(trial)  # a run autosaves first
+    assert trial.draft_files == {"solution.py": starter(trial)}  # a run autosaves first
 
 
 @pytest.mark.usefixtures("bwrap")

@@ -1,6 +1,8 @@
 """The workspace in headless chromium: a participant types code into Monaco, runs the visible
 tests, reloads (code and timer come back), submits through the confirm dialog, watches the
-grading progress bar and reads the report. Grading runs eagerly here (the test settings), so
+grading progress bar and reads the report. On the multi-file project task, the file tree
+folds, a second editable file is edited, autosaved and restored on reload, and the diagram
+opens in the image viewer. Grading runs eagerly here (the test settings), so
 that one submission calibrates and grades for real in the real sandbox (~20-60 s). A second
 test drives the countdown: warnings at 10 and 2 minutes, then the automatic submission."""
 
@@ -22,6 +24,7 @@ from evaluation.services import record_instance
 from study.enrolment.accounts import create_participants
 from study.models import Arm, Trial
 from tests.factories import ResearcherFactory
+from tests.ide_bridge.workspace.workspace_helpers import on_project
 from tests.study.helpers import consent_and_screen, grading_queued, journey_study
 
 # A timeout here ends the run (thread method): SIGALRM inside Playwright's sync API leaves
@@ -141,7 +144,9 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#editor")).to_be_visible()
 
     # A working solution (pasted, as from another editor), finished by typing: tests pass.
-    page.evaluate("(code) => window.haiEditor.setValue(code)", instance.references["efficient"])
+    page.evaluate(
+        "(code) => window.haiEditor.setValue(code)", instance.references["efficient"]["solution.py"]
+    )
     page.locator("#editor .view-lines").click()
     page.keyboard.press("Control+End")
     page.keyboard.press("Enter")
@@ -155,7 +160,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     expect(page.locator("#run-summary")).to_contain_text("tests passed", timeout=30_000)
     expect(page.locator("#console")).to_contain_text("OK")
     trial.refresh_from_db()
-    assert trial.draft_code == code  # the run saved it on the server
+    assert trial.draft_files == {"solution.py": code}  # the run saved it on the server
 
     # Reload: the same code and a running timer come back from the server.
     page.reload()
@@ -188,7 +193,7 @@ def test_type_run_reload_submit_and_see_the_report(live_server: Any, page: Any) 
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == code.encode()
+    assert trial.submission.files == {"solution.py": code}
     assert trial.evaluation is not None
     assert trial.evaluation.status == "done"
 
@@ -235,5 +240,78 @@ def test_countdown_warns_then_the_deadline_submits_the_last_saved_code(
     trial.refresh_from_db()
     assert trial.status == Trial.Status.EXPIRED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == code.encode()
+    assert trial.submission.files == {"solution.py": code}
+    leave(page)
+
+
+@pytest.fixture
+def monaco_installed() -> None:
+    """Monaco installed into static/vendor, or a skip (no sandbox needed: nothing is run)."""
+    if not MONACO_LOADER.exists():
+        message = 'Monaco is not installed: run "npm ci && npm run vendor"'
+        if _required("REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    cache.clear()
+
+
+@pytest.mark.usefixtures("monaco_installed")
+@pytest.mark.timeout(120, method="thread")
+def test_a_project_tree_edit_a_second_file_reload_and_open_the_diagram(
+    live_server: Any, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    login_path, trial = assigned_participant()
+    trial = on_project(trial)
+    open_workspace(page, live_server.url + login_path, trial)
+    starter = get_instance(trial.template_slug, trial.seed).starter_files()
+
+    # The tree: README first, folders that fold, read-only files marked.
+    tree = page.locator("#file-list")
+    expect(tree.locator(".ws-file").first).to_have_attribute("data-file", "README.md")
+    folder = tree.locator("details[data-folder='metering']")
+    tariffs = tree.locator(".ws-file[data-file='metering/tariffs.py']")
+    expect(tariffs).to_be_visible()
+    folder.locator("> summary").click()
+    expect(tariffs).to_be_hidden()
+    folder.locator("> summary").click()
+    expect(tariffs).to_be_visible()
+    models_file = tree.locator(".ws-file[data-file='metering/models.py']")
+    expect(models_file).to_contain_text("(read-only)")
+    models_file.click()
+    expect(page.locator("#viewer")).to_be_visible()
+    expect(page.locator("#editor-mode")).to_have_text("read-only")
+
+    # Edit the second editable file; only it is autosaved.
+    tariffs.click()
+    expect(page.locator("#editor")).to_be_visible()
+    expect(page.locator("#editor-file")).to_have_text("metering/tariffs.py")
+    assert editor_value(page) == starter["metering/tariffs.py"]
+    page.locator("#editor .view-lines").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("# cached per call")
+    expect(tariffs.locator(".ws-unsaved")).to_be_visible()
+    expect(page.locator("#save-status")).to_contain_text("Saved tariffs.py", timeout=10_000)
+    expect(tariffs.locator(".ws-unsaved")).to_be_hidden()
+    edited = editor_value(page)
+    assert edited.endswith("# cached per call")
+    trial.refresh_from_db()
+    assert trial.draft_files == {"metering/tariffs.py": edited}
+
+    # Reload: every file comes back from the server, the edited one included.
+    page.reload()
+    wait_for_editor(page)
+    tree.locator(".ws-file[data-file='metering/tariffs.py']").click()
+    assert editor_value(page) == edited
+    tree.locator(".ws-file[data-file='metering/bills.py']").click()
+    assert editor_value(page) == starter["metering/bills.py"]
+
+    # The diagram opens in the image viewer, loaded from the image endpoint.
+    tree.locator(".ws-file[data-file='diagrams/billing.svg']").click()
+    image = page.locator("#image-view")
+    expect(page.locator("#image-viewer")).to_be_visible()
+    expect(page.locator("#editor")).to_be_hidden()
+    expect(image).to_have_attribute("src", f"/ide/workspace/{trial.pk}/images/diagrams/billing.svg")
+    page.wait_for_function("() => document.getElementById('image-view').naturalWidth > 0")
     leave(page)

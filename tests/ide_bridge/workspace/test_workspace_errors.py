@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from evaluation.submissions import MAX_FILE_BYTES
 from study.models import Trial
-from study.trials.services import MAX_DRAFT_BYTES
 from tests.ide_bridge.workspace.workspace_helpers import (
     assigned,
     first_trial,
@@ -52,7 +52,7 @@ def test_deeply_nested_json_is_a_400_not_a_crash(depth: int) -> None:
 
 def test_code_over_the_size_limit_is_a_413() -> None:
     client, _, trial = opened()
-    huge = "#" * (MAX_DRAFT_BYTES + 1)
+    huge = "#" * (MAX_FILE_BYTES + 1)
     for endpoint in ("autosave", "run", "submit"):
         response = post(client, url(trial, endpoint), {"code": huge})
         assert response.status_code == 413, endpoint
@@ -106,7 +106,7 @@ def test_another_participant_gets_404_from_every_endpoint() -> None:
         assert response.json() == {"error": "Not found."}
     trial.refresh_from_db()
     assert trial.status == Trial.Status.ACTIVE
-    assert trial.draft_code == "mine = 1\n"
+    assert trial.draft_files == {"solution.py": "mine = 1\n"}
     # A trial id that does not exist looks exactly the same.
     assert post(other, "/ide/workspace/999999/autosave", {"code": ""}).json() == {
         "error": "Not found."

@@ -102,7 +102,7 @@ def test_feedback_only_arm_makes_the_editor_read_only() -> None:
     assert refused.status_code == 403
     assert "only through the assistant" in refused.json()["error"]
     # ... while saving what the assistant produced (the current code) is accepted.
-    current = client.get(url(trial, "state")).json()["code"]
+    current = client.get(url(trial, "state")).json()["files"]["solution.py"]
     assert post(client, url(trial, "autosave"), {"code": current}).status_code == 200
 
 
@@ -138,29 +138,29 @@ def test_environment_registry() -> None:
         get_environment("emacs")
     _, _, trial = opened()
     assert environment.launch_url(trial) == url(trial)
-    assert environment.collect(trial) == {"solution.py": starter(trial).encode()}
-    save_draft(trial, "print(1)\n", timezone.now())
+    assert environment.collect(trial) == {"solution.py": starter(trial)}
+    save_draft(trial, {"solution.py": "print(1)\n"}, timezone.now())
     trial.refresh_from_db()
-    assert environment.collect(trial) == {"solution.py": b"print(1)\n"}
+    assert environment.collect(trial) == {"solution.py": "print(1)\n"}
 
 
 # --- Autosave and state -----------------------------------------------------------------------
 def test_autosave_then_state_restores_the_code_on_reload_and_another_device() -> None:
     client, participant, trial = opened()
     state = client.get(url(trial, "state")).json()
-    assert state["code"] == starter(trial)
+    assert state["files"]["solution.py"] == starter(trial)
     assert state["saved_at"] is None
     assert state["status"] == "active"
     response = post(client, url(trial, "autosave"), {"code": "def f():\n    return 42\n"})
     assert response.status_code == 200
     assert response.json()["saved_at"]
     state = client.get(url(trial, "state")).json()
-    assert state["code"] == "def f():\n    return 42\n"
+    assert state["files"]["solution.py"] == "def f():\n    return 42\n"
     assert state["saved_at"] == response.json()["saved_at"]
     other = Client()
     other.post(issue_login_link(participant))
     again = other.get(url(trial, "state")).json()
-    assert again["code"] == state["code"]
+    assert again["files"]["solution.py"] == state["files"]["solution.py"]
     assert again["deadline"] == state["deadline"]
     assert "def f():" in other.get(url(trial)).content.decode()
 
@@ -183,7 +183,7 @@ def test_close_past_the_deadline_submits_the_last_saved_code() -> None:
     assert state["closed"] is True
     trial.refresh_from_db()
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == b"x = 1\n"
+    assert trial.submission.files == {"solution.py": "x = 1\n"}
 
 
 def test_a_closed_trial_refuses_changes_with_409_and_shows_its_grading() -> None:
@@ -223,9 +223,9 @@ def test_submit_stores_the_editor_code_and_queues_grading() -> None:
     assert body["status_url"] == f"/study/trials/{trial.pk}/status/"
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
-    assert trial.draft_code == code
+    assert trial.draft_files == {"solution.py": code}
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == code.encode()
+    assert trial.submission.files == {"solution.py": code}
     assert client.get(body["status_url"]).json()["grading"]["status"] == "queued"
     # Completion time will be capped at the arm's limit (PAR-N), not at a fixed hour.
     assert trial.evaluation is not None
@@ -241,8 +241,8 @@ def test_a_solution_hiding_its_work_in_a_child_process_fails_end_to_end() -> Non
     from tests.evaluation.test_hostile_grading import forked_naive
 
     client, _, trial = opened()
-    source = forked_naive(get_instance(trial.template_slug, trial.seed)).decode()
-    response = post(client, url(trial, "submit"), {"code": source})
+    files = forked_naive(get_instance(trial.template_slug, trial.seed))
+    response = post(client, url(trial, "submit"), {"files": files})
     assert response.status_code == 200, response.content
     trial.refresh_from_db()
     assert trial.submission is not None

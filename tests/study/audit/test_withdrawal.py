@@ -60,7 +60,7 @@ def enrolled(study: Study) -> tuple[Client, Participant]:
     assert trial is not None
     now = timezone.now()
     start_trial(trial, now)
-    save_draft(trial, "def solve():\n    return 42\n", now)
+    save_draft(trial, {"solution.py": "def solve():\n    return 42\n"}, now)
     store_contact(participant.internal_id, study.slug, email="ada@example.org")
     participant.refresh_from_db()
     return client, participant
@@ -90,7 +90,7 @@ def test_participant_withdraws_under_keep_policy(deleted_signals: list[dict[str,
     participant.refresh_from_db()
     assert participant.stage == Stage.WITHDRAWN
     assert participant.responses.exists()  # data collected so far is kept
-    assert participant.trials.exclude(draft_code="").exists()
+    assert participant.trials.exclude(draft_files={}).exists()
     assert VaultEntry.objects.filter(internal_id=participant.internal_id).exists()
     assert deleted_signals == []
     assert participant.assignment.released
@@ -120,7 +120,7 @@ def test_participant_withdraws_under_delete_policy(deleted_signals: list[dict[st
     participant.refresh_from_db()
     assert participant.stage == Stage.WITHDRAWN
     assert not participant.responses.exists()
-    assert not participant.trials.exclude(draft_code="").exists()
+    assert not participant.trials.exclude(draft_files={}).exists()
     assert sorted(participant.trials.values_list("pk", flat=True)) == trial_ids  # trials stay
     assert not VaultEntry.objects.filter(internal_id=participant.internal_id).exists()
     sent = [(call["participant_id"], call["trial_ids"]) for call in deleted_signals]
@@ -217,7 +217,7 @@ def test_a_failing_receiver_rolls_the_withdrawal_back() -> None:
     participant.refresh_from_db()
     assert participant.stage == Stage.IN_SESSION
     assert participant.responses.exists()
-    assert Trial.objects.filter(participant=participant).exclude(draft_code="").exists()
+    assert Trial.objects.filter(participant=participant).exclude(draft_files={}).exists()
     assert VaultEntry.objects.filter(internal_id=participant.internal_id).exists()
     assert not Withdrawal.objects.exists()
     assert not AuditEvent.objects.filter(action=audit.WITHDRAWAL).exists()

@@ -75,7 +75,12 @@ def test_link_to_waiting_page(live_server: Any, page: Any) -> None:
     with grading_queued():
         for trial in participant.trials.filter(session_index=1).order_by("period"):
             trial = start_trial(trial, timezone.now())
-            submit_trial(trial, b"def nothing():\n    pass\n", timezone.now(), channel="editor")
+            submit_trial(
+                trial,
+                {"solution.py": "def nothing():\n    pass\n"},
+                timezone.now(),
+                channel="editor",
+            )
             assert study.post_trial is not None
             submit_post_trial(participant, trial, answers_for(study.post_trial, rng))
     page.goto(live_server.url + "/study/journey/")

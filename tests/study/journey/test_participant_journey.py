@@ -45,7 +45,7 @@ def upload(client: Client, trial: Trial) -> Any:
 
     return client.post(
         f"/study/trials/{trial.pk}/",
-        {"solution": SimpleUploadedFile("solution.py", starter(trial), "text/x-python")},
+        {"file-0": SimpleUploadedFile("solution.py", starter(trial), "text/x-python")},
     )
 
 

@@ -140,7 +140,10 @@ def add_trial(
     evaluation = None
     if ended and evaluation_status is not None:
         submission = Submission.objects.create(
-            instance=instance, source=b"x", sha256="3" * 64, source_label="participant"
+            instance=instance,
+            files={"solution.py": "x"},
+            sha256="3" * 64,
+            source_label="participant",
         )
         evaluation = Evaluation.objects.create(
             submission=submission,

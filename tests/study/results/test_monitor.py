@@ -309,8 +309,8 @@ def test_saves_push_after_commit_but_autosaves_do_not(
     trial = add_trial(person, 1, "A", status=Trial.Status.ACTIVE)
     with mock.patch.object(consumers, "_send") as send:
         with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            trial.draft_code = "print(1)"
-            trial.save(update_fields=["draft_code", "draft_saved_at"])
+            trial.draft_files = {"solution.py": "print(1)"}
+            trial.save(update_fields=["draft_files", "draft_saved_at"])
         assert callbacks == []
         assert not send.called
         with django_capture_on_commit_callbacks(execute=True):

@@ -35,7 +35,7 @@ FEEDBACK_ONLY = " In this condition only code the assistant wrote is submitted."
 
 def upload_page(client: Client, trial: Trial) -> Any:
     upload = SimpleUploadedFile("solution.py", OWN_CODE, "text/x-python")
-    return client.post(f"/study/trials/{trial.pk}/", {"solution": upload})
+    return client.post(f"/study/trials/{trial.pk}/", {"file-0": upload})
 
 
 def archive(client: Client, trial: Trial) -> Any:
@@ -87,13 +87,13 @@ def test_the_feedback_only_arm_refuses_the_upload_page_and_the_archive_endpoint(
         in client.get(f"/study/trials/{trial.pk}/").content.decode()
     )
     # The editor submits what the assistant wrote (here still the starter).
-    current = client.get(url(trial, "state")).json()["code"]
+    current = client.get(url(trial, "state")).json()["files"]["solution.py"]
     with grading_queued():
         assert post(client, url(trial, "submit"), {"code": current}).status_code == 200
     trial.refresh_from_db()
     assert trial.status == Trial.Status.SUBMITTED
     assert trial.submission is not None
-    assert bytes(trial.submission.source) == current.encode()
+    assert trial.submission.files == {"solution.py": current}
 
 
 def test_an_arm_that_takes_only_the_submit_script_refuses_the_editor_and_the_upload_page() -> None:
