@@ -491,6 +491,11 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
             raise BankError(
                 f"{where}/generator.py: case {case.name} calls unknown entry {case.entry!r}."
             )
+    # The main file first: the editable file of the first entry point (what an editor opens,
+    # and what a model's lone code block replaces), then the others in path order.
+    module = entry_points[0].module.replace(".", "/")
+    main = next((p for p in (f"{module}.py", f"{module}/__init__.py") if p in starter), "")
+    starter = {p: starter[p] for p in sorted(starter, key=lambda p: (p != main, p))}
     references = _references(template, mapping, starter)
     participant_files = dict(sorted(files.items()))
     single = list(starter) == ["solution.py"] and "entry_points" not in template.raw

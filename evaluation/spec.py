@@ -92,7 +92,9 @@ class Instance:
     cases: list[TestCase]  # visible + hidden functional + performance
     content_hash: str  # sha256 over participant files, references and cases
     compare: Compare | None = None  # template-specific comparison, else JSON equality
-    editable: tuple[str, ...] = ("solution.py",)  # the files a solver edits; they are graded
+    # The files a solver edits (they are graded): the main one (the first entry point's module)
+    # first, then the others by path.
+    editable: tuple[str, ...] = ("solution.py",)
     entry_points: tuple[EntryPoint, ...] = ()
     visible_tests: tuple[str, ...] = ("test_visible.py",)  # unittest modules the solver runs
     images: dict[str, bytes] = field(default_factory=dict)  # binary images the solver sees

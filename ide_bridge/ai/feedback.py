@@ -7,8 +7,8 @@ answers with one complete revised file (applied by ``gateway.feedback``).
 
 Which file a revision replaces (kept simple on purpose): the file its code block names on its
 first line (``# file: app/rules.py``, ``FILE_MARKER``) when that is an editable file of the
-task, else the first editable file, which is also the one the message shows last as the
-"current file". The marker line is not part of the revised text.
+task, else the first editable file (the main one: the entry point's module), which is also the
+one the message shows last as the "current file". The marker line is not part of the revised text.
 """
 
 from __future__ import annotations

@@ -120,9 +120,9 @@ def test_the_workspace_is_read_only_and_paths_cannot_escape_it(tmp_path: Path) -
 def test_the_multi_file_template_renders_a_package_data_and_a_drawn_diagram() -> None:
     instance = get_instance(SLUG, 1)
     package = instance.names["package"]
-    assert instance.editable == (
-        f"{package}/__init__.py",
+    assert instance.editable == (  # the entry point's file first: what an editor opens
         f"{package}/bills.py",
+        f"{package}/__init__.py",
         f"{package}/tariffs.py",
     )
     assert f"{package}/models.py" in instance.participant_files  # read-only
@@ -186,6 +186,7 @@ def test_the_multi_file_template_grades_end_to_end_on_the_data_runtime() -> None
     efficient = grade_instance(instance, instance.references["efficient"], sandbox=sandbox)
     assert efficient["overall_pass"], [t for t in efficient["tests"] if t["verdict"] != "OK"]
     assert efficient["files"] == sorted(instance.editable)
+    assert instance.editable[0] == bills
     starter = grade_instance(instance, instance.starter_files(), sandbox=sandbox)
     assert starter["partial_pass"] == 0
     band_days = instance.params["band_days"]

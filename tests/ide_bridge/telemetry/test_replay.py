@@ -185,6 +185,6 @@ def test_a_project_replays_every_file_from_the_events_that_name_it() -> None:
 
     data = researcher_on(trial).get(f"/ide/telemetry/replay/{trial.pk}/data.json").json()
     assert data["starter_files"] == starter
-    assert data["default_file"] == "metering/__init__.py"
+    assert data["default_file"] == bills  # the entry point's file
     assert rebuild_files(data) == starter | final == data["final_files"]
     assert rebuild_files(data, 2) == starter | {bills: final[bills]}  # one file at a time

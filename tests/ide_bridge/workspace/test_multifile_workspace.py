@@ -74,7 +74,7 @@ def test_the_page_lists_every_file_readme_first_with_folders_and_marks_the_read_
     assert "test_hidden" not in html  # hidden tests never reach the page
     state = page_json(html, "workspace-state")
     assert state["files"] == project_starter(trial)
-    assert state["editable"] == [INIT, BILLS, TARIFFS]
+    assert state["editable"] == [BILLS, INIT, TARIFFS]  # the entry point's file first
     assert 'data-folder="metering"' in html  # the server-rendered tree has its folders
 
 
@@ -263,12 +263,12 @@ def test_an_archive_submits_every_editable_file_and_ignores_read_only_ones() -> 
 def test_the_upload_page_asks_for_every_editable_file() -> None:
     client, _, trial = opened_project(submission_channels=[Arm.Channel.UPLOAD])
     page = client.get(f"/study/trials/{trial.pk}/").content.decode()
-    for index, path in enumerate([INIT, BILLS, TARIFFS]):
+    for index, path in enumerate([BILLS, INIT, TARIFFS]):  # in the order of Instance.editable
         assert f'name="file-{index}"' in page
         assert f">{path}</label>" in page
 
     def uploads(*names: str) -> dict[str, SimpleUploadedFile]:
-        bodies = {"file-0": b"# init\n", "file-1": b"# bills\n", "file-2": b"# tariffs\n"}
+        bodies = {"file-0": b"# bills\n", "file-1": b"# init\n", "file-2": b"# tariffs\n"}
         return {name: SimpleUploadedFile(name, bodies[name]) for name in names}
 
     refused = client.post(f"/study/trials/{trial.pk}/", uploads("file-0", "file-1"))
@@ -297,15 +297,16 @@ def test_the_feedback_arm_revises_one_named_file_and_shows_the_model_every_file(
     assert response.status_code == 200, response.content
     data = response.json()
     assert data["applied"] is True
-    # The demo names the current file (the first editable one); the marker line is dropped.
-    assert data["file"] == INIT
+    # The demo names the current file (the first editable one: the entry point's module); the
+    # marker line is dropped.
+    assert data["file"] == BILLS
     assert not data["code"].startswith("# file:")
-    assert data["diff"].startswith(f"--- {INIT} (before)\n+++ {INIT} (after)\n")
-    assert draft(trial) == {INIT: data["code"]}
+    assert data["diff"].startswith(f"--- {BILLS} (before)\n+++ {BILLS} (after)\n")
+    assert draft(trial) == {BILLS: data["code"]}
     state = client.get(url(trial, "state")).json()
-    assert state["files"][INIT] == data["code"]
-    assert state["files"][BILLS] == project_starter(trial)[BILLS]
+    assert state["files"][BILLS] == data["code"]
+    assert state["files"][TARIFFS] == project_starter(trial)[TARIFFS]
     prompt = AIRequest.objects.get(trial=trial).messages[-2]["content"]
-    assert f"Editable files: {INIT}, {BILLS}, {TARIFFS}" in prompt
+    assert f"Editable files: {BILLS}, {INIT}, {TARIFFS}" in prompt
     assert DIAGRAM in prompt
-    assert f"File {BILLS}:\n```python\n" in prompt
+    assert f"File {TARIFFS}:\n```python\n" in prompt
