@@ -21,26 +21,29 @@ from tests.evaluation.grading_fixtures import sandbox_or_skip
 QUOTA = 0.5
 
 
-def mid_way(instance: Instance, extra_s: float) -> bytes:
+def mid_way(instance: Instance, extra_s: float) -> dict[str, str]:
     """The efficient reference plus ``extra_s`` of CPU per call (half its own time on the
-    performance tests): about 1.5x slower, between the efficient reference and the threshold."""
-    entry = instance.entry_point
-    return (
-        instance.references["efficient"]["solution.py"]
-        + f"\n\n_once = {entry}\n\n\ndef {entry}(*args, **kwargs):\n"
+    performance tests): about 1.5x slower, between the efficient reference and the threshold.
+    The spin is added to the entry point's module (any task layout)."""
+    files = dict(instance.references["efficient"])
+    entry = instance.entry_points[0]
+    path = entry.module.replace(".", "/") + ".py"
+    files[path] += (
+        f"\n\n_once = {entry.name}\n\n\ndef {entry.name}(*args, **kwargs):\n"
         "    import time\n"
         f"    end = time.process_time() + {extra_s!r}\n"
         "    while time.process_time() < end:\n        pass\n"
         "    return _once(*args, **kwargs)\n"
-    ).encode()
+    )
+    return files
 
 
 def verdicts(instance: Instance, sandbox: Sandbox, extra_s: float) -> dict[str, Any]:
     calibration = calibrate(instance, sandbox, rounds=3)
     assert calibration.valid, calibration.message
     solutions = {
-        "efficient": instance.references["efficient"]["solution.py"].encode(),
-        "naive": instance.references["naive"]["solution.py"].encode(),
+        "efficient": instance.references["efficient"],
+        "naive": instance.references["naive"],
         "mid-way": mid_way(instance, extra_s),
     }
     seen: dict[str, Any] = {"threshold": calibration.threshold_ratio}
@@ -80,9 +83,9 @@ def test_a_cpu_throttled_host_flips_no_verdict(sandbox: Sandbox, slug: str) -> N
     normal = verdicts(instance, sandbox, extra_s)
     throttled = verdicts(instance, LocalBwrapBackend(cpu_quota=QUOTA), extra_s)
     # The quota really applied: the efficient reference's performance runs took about twice
-    # their CPU time in wall time.
-    slowed = [wall / cpu for cpu, wall in throttled["efficient walls"] if cpu]
-    assert min(slowed) > 1.3, throttled["efficient walls"]
+    # their CPU time in wall time (summed: one run of 0.1 s can fit mostly in one period).
+    walls = throttled["efficient walls"]
+    assert sum(w for _, w in walls) > 1.3 * sum(c for c, _ in walls), walls
     # The threshold is a ratio of the references, so it does not move with host speed.
     assert throttled["threshold"] == pytest.approx(normal["threshold"], rel=0.15)
     for label in ("efficient", "naive", "mid-way"):
