@@ -5,10 +5,8 @@ feedback-only arm."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import tarfile
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +20,7 @@ from ide_bridge.models import AIRequest
 from ide_bridge.telemetry.services import issue_trial_token
 from study.enrolment.accounts import issue_login_link
 from study.models import Arm, Trial
+from tests.ide_bridge.submissions.test_submission_http import tgz
 from tests.ide_bridge.workspace.workspace_helpers import (
     assigned,
     first_trial,
@@ -220,16 +219,6 @@ def test_someone_elses_diagram_is_404_and_a_signed_out_request_401() -> None:
 
 
 # --- Archives and the upload page -------------------------------------------------------------
-def tgz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, body in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    return buffer.getvalue()
-
-
 def send_archive(trial: Trial, data: bytes) -> Any:
     token = issue_trial_token(trial)
     return Client().post(
