@@ -21,22 +21,29 @@ import json
 import pprint
 import random
 import re
-import string
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from evaluation.bank import REFERENCE_KINDS, BankError
+from evaluation.bank import BankError
 from evaluation.diagrams import render_svg
-from evaluation.spec import Compare, EntryPoint, Instance, TemplateSpec, TestCase
+from evaluation.spec import Compare, Instance, TemplateSpec, TestCase
+from evaluation.workspace_trees import (
+    README,
+    SUBMIT_FILE,
+    TASK_DATA_FILE,
+    check_path,
+    diagrams_of,
+    entry_points_of,
+    merge,
+    references_of,
+    render_file,
+    render_tree,
+    substitute,
+)
 
 MAX_SEED = 2**63 - 1
-TASK_DATA_FILE = "task_data.json"
-SUBMIT_FILE = "submit"
-README = "README.md"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")  # binary files under files/
-_RESERVED = {README, TASK_DATA_FILE, SUBMIT_FILE, "references"}
 _CASE_KEYS = {"name", "kind", "category", "args", "kwargs", "expected", "visible", "entry"}
 _CASE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")
 SUBMIT_SCRIPT = """#!/bin/sh
@@ -134,7 +141,7 @@ def choose_constraint(
 ) -> dict[str, str]:
     """One validated constraint; its text may use params, names and context placeholders."""
     item = _rng(template, seed, "constraint").choice(template.raw["constraints"])
-    text = _substitute(item["text"].strip(), mapping or {}, f"constraint {item['id']}")
+    text = substitute(item["text"].strip(), mapping or {}, f"constraint {item['id']}")
     return {"id": item["id"], "text": text}
 
 
@@ -151,7 +158,7 @@ def choose_context(
             raw[key] = entry["name"]
             raw.update({f"{key}_{sub}": v for sub, v in entry.items() if sub != "name"})
     scope = {**(mapping or {}), **raw}
-    return {key: _substitute(value, scope, f"context.{key}") for key, value in raw.items()}
+    return {key: substitute(value, scope, f"context.{key}") for key, value in raw.items()}
 
 
 def choose_names(template: TemplateSpec, seed: int) -> dict[str, str]:
@@ -159,15 +166,6 @@ def choose_names(template: TemplateSpec, seed: int) -> dict[str, str]:
         key: _rng(template, seed, "names", key).choice(choices)
         for key, choices in sorted(template.raw["names"].items())
     }
-
-
-def _substitute(text: str, mapping: dict[str, str], where: str) -> str:
-    try:
-        return string.Template(text).substitute(mapping)
-    except KeyError as exc:
-        raise BankError(f"{where}: placeholder '{exc.args[0]}' has no value.") from exc
-    except ValueError as exc:
-        raise BankError(f"{where}: malformed $-placeholder ({exc}).") from exc
 
 
 def load_generator(template: TemplateSpec) -> ModuleType:
@@ -287,122 +285,6 @@ def _visible_literal(cases: list[TestCase]) -> str:
     return pprint.pformat(visible, width=96, sort_dicts=True)
 
 
-def _render_file(template: TemplateSpec, relative: str, mapping: dict[str, str]) -> str:
-    path = template.path / relative
-    return _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
-
-
-def _check_path(path: Path, relative: str) -> None:
-    parts = relative.split("/")
-    if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or parts[0] in _RESERVED:
-        raise BankError(f"{path}: renders to the unsafe or reserved workspace path {relative!r}.")
-
-
-def _render_tree(
-    template: TemplateSpec, tree: str, mapping: dict[str, str]
-) -> tuple[dict[str, str], dict[str, bytes]]:
-    """Files under ``tree/``: paths always rendered, ``*.tmpl`` contents too (suffix dropped);
-    images (``IMAGE_SUFFIXES``) copied as bytes, every other file must be UTF-8 text."""
-    root = template.path / tree
-    texts: dict[str, str] = {}
-    images: dict[str, bytes] = {}
-    if not root.is_dir():
-        return texts, images
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        if "__pycache__" in path.parts:
-            continue
-        relative = _substitute(path.relative_to(root).as_posix(), mapping, str(path))
-        if path.suffix == ".tmpl":
-            relative = relative.removesuffix(".tmpl")
-            text = _substitute(path.read_text(encoding="utf-8"), mapping, str(path))
-        elif path.suffix.lower() in IMAGE_SUFFIXES:
-            _check_path(path, relative)
-            images[relative] = path.read_bytes()
-            continue
-        else:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise BankError(
-                    f"{path}: is neither UTF-8 text nor an image ({', '.join(IMAGE_SUFFIXES)})."
-                ) from exc
-        _check_path(path, relative)
-        if relative in texts or relative in images:
-            raise BankError(f"{path}: renders to {relative!r}, which another file also uses.")
-        texts[relative] = text
-    return texts, images
-
-
-def _merge(target: dict[str, Any], extra: dict[str, Any], where: str) -> None:
-    clash = sorted(set(target) & set(extra))
-    if clash:
-        raise BankError(f"{where}: the workspace path {clash[0]!r} is used twice.")
-    target.update(extra)
-
-
-def _diagrams(template: TemplateSpec, mapping: dict[str, str]) -> dict[str, str]:
-    """``diagrams/<name>.dot.tmpl`` -> {"diagrams/<name>.svg": rendered DOT source}."""
-    root = template.path / "diagrams"
-    if not root.is_dir():
-        return {}
-    return {
-        f"diagrams/{path.name.removesuffix('.dot.tmpl')}.svg": _substitute(
-            path.read_text(encoding="utf-8"), mapping, str(path)
-        )
-        for path in sorted(root.glob("*.dot.tmpl"))
-    }
-
-
-def _entry_points(
-    template: TemplateSpec, mapping: dict[str, str], workspace: set[str]
-) -> tuple[EntryPoint, ...]:
-    where = str(template.path / "template.toml")
-    raw = template.raw.get("entry_points") or [
-        {"kind": "function", "module": "solution", "name": "${entry_point}"}
-    ]
-    entries = []
-    for index, item in enumerate(raw):
-        module = _substitute(item["module"], mapping, where)
-        name = _substitute(item.get("name", ""), mapping, where)
-        if not all(part.isidentifier() for part in module.split(".")):
-            raise BankError(f"{where}: entry_points[{index}].module renders to {module!r}.")
-        file = module.replace(".", "/")
-        if f"{file}.py" not in workspace and f"{file}/__init__.py" not in workspace:
-            raise BankError(
-                f"{where}: entry_points[{index}].module {module!r} is no file of the workspace."
-            )
-        entry_id = item.get("id", "main" if index == 0 else "")
-        entries.append(EntryPoint(id=entry_id, kind=item["kind"], module=module, name=name))
-    return tuple(entries)
-
-
-def _references(
-    template: TemplateSpec, mapping: dict[str, str], starter: dict[str, str]
-) -> dict[str, dict[str, str]]:
-    """Each reference as the full editable set: ``references/<kind>.py.tmpl`` is the one editable
-    file; ``references/<kind>/`` holds the editable files it changes (the rest: the starter)."""
-    out: dict[str, dict[str, str]] = {}
-    for kind in REFERENCE_KINDS:
-        single = f"references/{kind}.py.tmpl"
-        if (template.path / single).is_file():
-            if len(starter) != 1:
-                raise BankError(
-                    f"{template.path / single}: a task with several editable files needs the "
-                    f"directory references/{kind}/ instead."
-                )
-            out[kind] = {next(iter(starter)): _render_file(template, single, mapping)}
-            continue
-        files, images = _render_tree(template, f"references/{kind}", mapping)
-        stray = sorted((set(files) | set(images)) - set(starter))
-        if stray:
-            raise BankError(
-                f"{template.path / 'references' / kind}: {stray[0]!r} is not an editable file "
-                "(references may only replace files of starter/)."
-            )
-        out[kind] = {**starter, **files}
-    return out
-
-
 def instantiate(template: TemplateSpec, seed: int) -> Instance:
     """Render ``template`` for ``seed``; the same (slug, version, seed) gives the same instance."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
@@ -453,18 +335,16 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
         **context,
     }
     where = str(template.path)
-    files = {README: _render_file(template, "README.md.tmpl", mapping)}
+    files = {README: render_file(template, "README.md.tmpl", mapping)}
     files[TASK_DATA_FILE] = pretty_json(task_data) + "\n"
     files[SUBMIT_FILE] = SUBMIT_SCRIPT
     images: dict[str, bytes] = {}
-    trees = {
-        tree: _render_tree(template, tree, mapping) for tree in ("starter", "visible", "files")
-    }
+    trees = {tree: render_tree(template, tree, mapping) for tree in ("starter", "visible", "files")}
     for tree, (texts, pictures) in trees.items():
         if tree != "files" and pictures:
             raise BankError(f"{where}/{tree}: holds an image; images belong under files/.")
-        _merge(files, texts, f"{where}/{tree}")
-        _merge(images, pictures, f"{where}/{tree}")
+        merge(files, texts, f"{where}/{tree}")
+        merge(images, pictures, f"{where}/{tree}")
     starter = dict(sorted(trees["starter"][0].items()))
     visible_tests = tuple(
         sorted(
@@ -476,15 +356,15 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     if not visible_tests:
         raise BankError(f"{where}/visible: needs at least one top-level test*.py module.")
     for path in generated:
-        _check_path(template.path / "generator.py", path)
-    _merge(files, dict(generated), f"{where}/generator.py")
-    diagrams = _diagrams(template, mapping)
-    _merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
+        check_path(template.path / "generator.py", path)
+    merge(files, dict(generated), f"{where}/generator.py")
+    diagrams = diagrams_of(template, mapping)
+    merge(files, {path: render_svg(source, path) for path, source in diagrams.items()}, where)
     if set(images) & set(files):
         raise BankError(
             f"{where}: the workspace path {sorted(set(images) & set(files))[0]!r} is used twice."
         )
-    entry_points = _entry_points(template, mapping, set(files))
+    entry_points = entry_points_of(template, mapping, set(files))
     ids = {entry.id for entry in entry_points}
     for case in cases:
         if case.entry and case.entry not in ids:
@@ -496,7 +376,7 @@ def instantiate(template: TemplateSpec, seed: int) -> Instance:
     module = entry_points[0].module.replace(".", "/")
     main = next((p for p in (f"{module}.py", f"{module}/__init__.py") if p in starter), "")
     starter = {p: starter[p] for p in sorted(starter, key=lambda p: (p != main, p))}
-    references = _references(template, mapping, starter)
+    references = references_of(template, mapping, starter)
     participant_files = dict(sorted(files.items()))
     single = list(starter) == ["solution.py"] and "entry_points" not in template.raw
     layout: dict[str, Any] = {}

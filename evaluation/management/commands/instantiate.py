@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import BankError, load_template
-from evaluation.instantiate import MAX_SEED, REFERENCE_KINDS, instantiate, write_instance
+from evaluation.bank import REFERENCE_KINDS, BankError, load_template
+from evaluation.instantiate import MAX_SEED, instantiate, write_instance
 
 
 def parse_seed(text: str) -> int:
