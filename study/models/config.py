@@ -93,6 +93,13 @@ class Study(models.Model):
     withdrawal_policy = models.CharField(
         max_length=8, choices=WithdrawalPolicy.choices, default=WithdrawalPolicy.KEEP
     )
+    allow_unvalidated_templates = models.BooleanField(
+        default=False,
+        help_text="Off (the default): the task pool may hold only templates whose current "
+        "version passed validation (manage.py validate_templates), and recruitment cannot open "
+        "otherwise. On: unvalidated templates are allowed too, for pilots; results are then not "
+        "the paper's evidence. Rejected and compromised templates are never allowed.",
+    )
     replace_session2_no_shows = models.BooleanField(
         default=True,
         help_text="Release the plan of a participant who misses session 2 so a newcomer gets it.",
@@ -202,6 +209,14 @@ class Arm(models.Model):
         ],
         default="demo",
         help_text="Where AI requests go. The demo assistant works offline and says it is a demo.",
+    )
+    ai_endpoint = models.ForeignKey(
+        "evaluation.ModelEndpoint",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The model the assistant uses (configured under Evaluation > Model endpoints).",
     )
     ai_base_url = models.URLField(
         blank=True, help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1"

@@ -1,4 +1,4 @@
-"""What the engine stores: templates and instances seen, calibrations, submissions, evaluations.
+"""What grading stores: templates and instances seen, calibrations, submissions, evaluations.
 
 Nothing here refers to participants: the study layer points at these rows, never the reverse.
 """
