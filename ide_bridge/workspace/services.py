@@ -12,7 +12,6 @@ files) open in an image viewer, served by ``image_file``.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
@@ -22,9 +21,7 @@ from typing import Any
 from django.core.cache import cache
 from django.urls import reverse
 
-from evaluation.runs import run_with_retries, unittest_spec
-from evaluation.runtimes import RuntimeMissing, require_runtime
-from evaluation.sandbox import RunStatus, SandboxUnavailable, get_sandbox, parse_reply
+from evaluation import visible_tests
 from study.markdown import render_markdown
 from study.models import Arm, Trial
 from study.trials.files import current_files, instance_of
@@ -33,8 +30,6 @@ from study.trials.services import arm_config
 logger = logging.getLogger(__name__)
 
 README = "README.md"
-RUN_CPU_S = 10.0  # per visible-test run; the sandbox kills the run after 2 * cpu + 1 s wall
-OUTPUT_CAP = 64 * 1024  # characters of console output returned to the browser
 RUN_LOCK_S = 60  # a crashed request frees the per-trial run lock after this long
 
 LANGUAGES = {
@@ -229,66 +224,8 @@ async def run_lock(trial_id: int) -> AsyncIterator[None]:
         await cache.adelete(key)
 
 
-def _cap(text: str) -> str:
-    if len(text) <= OUTPUT_CAP:
-        return text
-    head, tail = text[: OUTPUT_CAP * 3 // 4], text[-OUTPUT_CAP // 4 :]
-    return f"{head}\n\n… output truncated ({len(text) - OUTPUT_CAP} characters) …\n\n{tail}"
-
-
-FAILURE_STATUS = {
-    RunStatus.TLE_CPU: ("time_limit", f"The tests were stopped after {RUN_CPU_S:.0f} s of CPU."),
-    RunStatus.TLE_WALL: ("time_limit", "The tests were stopped: they took too long."),
-    RunStatus.MLE: ("memory_limit", "The tests were stopped: they used too much memory."),
-    RunStatus.OLE: ("output_limit", "The tests were stopped: they printed too much output."),
-    RunStatus.FSIZE: ("output_limit", "The tests were stopped: they wrote too large a file."),
-    RunStatus.SANDBOX_ERROR: ("sandbox_error", "The test runner failed; please try again."),
-}
-
-
 def run_visible_tests(trial: Trial, files: dict[str, str]) -> dict[str, Any]:
-    """Run the instance's visible tests against the editable ``files`` (path -> text, the
-    whole set) in the sandbox, in the full workspace tree (no database access, so it may run in
-    a worker thread). Hidden tests are not among the participant files, so they cannot be run
-    or shown here."""
-    instance = instance_of(trial)
-    empty: dict[str, Any] = {"ok": False, "tests_run": 0, "failures": 0, "errors": 0}
-    try:
-        sandbox = get_sandbox()
-    except SandboxUnavailable:
-        message = "Running tests is not available right now; you can still submit."
-        return empty | {"status": "unavailable", "message": message, "output": message}
-    try:  # never run the tests on another interpreter than the one grading uses
-        require_runtime(instance.template.runtime)
-    except RuntimeMissing as exc:
-        logger.error("visible tests refused: %s", exc)
-        message = (
-            f"Running tests is not available right now: the task's runtime "
-            f"{instance.template.runtime} is not ready on the server; you can still submit."
-        )
-        return empty | {"status": "unavailable", "message": message, "output": message}
-    spec = unittest_spec(instance, files, cpu_s=RUN_CPU_S, mem_mib=instance.template.mem_mib)
-    started = time.monotonic()
-    results, _ = run_with_retries(sandbox, [spec])
-    result = results[0]
-    elapsed_ms = round((time.monotonic() - started) * 1000)
-    reply = parse_reply(result)
-    printed = result.stderr_tail.strip()
-    sections = [str(reply.get("output") or "").rstrip()]
-    if printed:
-        sections.append("--- printed by your code ---\n" + printed)
-    body: dict[str, Any] = {**empty, "duration_ms": elapsed_ms}
-    if result.status in FAILURE_STATUS:
-        status, message = FAILURE_STATUS[result.status]
-    elif reply.get("ok"):
-        body.update({k: int(reply.get(k) or 0) for k in ("tests_run", "failures", "errors")})
-        passed = body["tests_run"] > 0 and not body["failures"] and not body["errors"]
-        body["ok"] = passed
-        status, message = ("passed" if passed else "failed"), ""
-    else:
-        status = "error"
-        message = str(reply.get("message") or "Your code could not be loaded.")
-    if message:
-        sections.append(message)
-    output = "\n\n".join(s for s in sections if s)
-    return body | {"status": status, "message": message, "output": _cap(output)}
+    """Run the trial instance's visible tests against the editable ``files`` (path -> text,
+    the whole set): ``evaluation.visible_tests`` (no database access, so it may run in a
+    worker thread)."""
+    return visible_tests.run_visible_tests(instance_of(trial), files)
