@@ -1,16 +1,23 @@
-"""``manage.py build_dataset``: layout, hidden cases outside task/, manifest, byte-identical."""
+"""``manage.py build_dataset``: layout, hidden cases outside task/, manifest, byte-identical;
+the manifest recorded as a Dataset row, and what sweeps get from it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation.instantiate import canonical_json
+from evaluation.llm.datasets import DatasetError, dataset_instances, find_dataset
+from evaluation.models import Dataset
+
+pytestmark = pytest.mark.django_db
 
 TEMPLATES = "sde-binary-palindromes,mle-palindromic-path"
 
@@ -30,10 +37,15 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dataset(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("dataset")
-    build(out)
-    return out
+    with django_db_blocker.unblock():
+        build(out)
+    yield out
+    with django_db_blocker.unblock():
+        Dataset.objects.all().delete()
 
 
 def test_building_twice_gives_byte_identical_trees(dataset: Path, tmp_path: Path) -> None:
@@ -170,3 +182,44 @@ def test_a_multi_file_instance_keeps_its_tree_and_gets_its_diagram_as_png(tmp_pa
     assert (base / "images" / "diagrams" / "billing.png").read_bytes().startswith(b"\x89PNG")
     assert not list((base / "task").rglob("*.dot*"))  # the diagram's source stays server-side
     assert "images/diagrams/billing.png" in entry["files"]
+
+
+def test_the_manifest_is_recorded_and_a_rebuild_elsewhere_moves_its_path(
+    dataset: Path, tmp_path: Path
+) -> None:
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    row = Dataset.objects.get(version=manifest["dataset_version"])
+    assert (row.per_template, row.first_seed, row.path) == (2, 1, str(dataset.resolve()))
+    assert row.templates == manifest["templates"]
+    assert {"template": "mle-palindromic-path", "version": manifest["templates"][
+        "mle-palindromic-path"]["version"], "seed": 2, "instance_hash": manifest["instances"][1][
+        "instance_hash"]} in row.instances  # fmt: skip
+    assert dataset_instances(row) == [
+        ("mle-palindromic-path", 1),
+        ("mle-palindromic-path", 2),
+        ("sde-binary-palindromes", 1),
+        ("sde-binary-palindromes", 2),
+    ]
+    build(tmp_path / "moved")
+    assert Dataset.objects.filter(version=row.version).count() == 1
+    assert Dataset.objects.get(version=row.version).path == str((tmp_path / "moved").resolve())
+    assert find_dataset(row.version[:8].upper()) == row
+
+
+def test_a_dataset_whose_templates_changed_in_the_bank_is_refused(dataset: Path) -> None:
+    row = Dataset.objects.get()
+    row.templates = {**row.templates, "sde-binary-palindromes": {"version": "0.0.1"}}
+    with pytest.raises(DatasetError, match=r"sde-binary-palindromes is version .* but 0\.0\.1"):
+        dataset_instances(row)
+    row.templates = {"gone-template": {"version": "1.0.0"}}
+    with pytest.raises(DatasetError, match="gone-template is no longer in the bank"):
+        dataset_instances(row)
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [("abc", "too short"), ("0123456789abcdef", "No dataset '0123456789abcdef' is recorded")],
+)
+def test_a_dataset_version_must_be_long_enough_and_known(version: str, message: str) -> None:
+    with pytest.raises(DatasetError, match=message):
+        find_dataset(version)

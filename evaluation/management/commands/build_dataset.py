@@ -9,7 +9,8 @@ Layout (byte-identical on re-runs: no timestamps, sorted JSON, ``\\n`` newlines)
     DIR/<slug>/<seed>/evaluation.json      identity, names and every case with expected values
                                            (compact canonical JSON: the cases are large)
 
-Hidden cases live in ``evaluation.json`` beside ``task/``, never inside it.
+Hidden cases live in ``evaluation.json`` beside ``task/``, never inside it. The manifest is
+also recorded as a ``Dataset`` row (``evaluation.llm.datasets``), which sweeps name.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from evaluation.instantiate import (
     pretty_json,
     write_instance,
 )
+from evaluation.llm.datasets import record_dataset
 from evaluation.management.commands.instantiate import parse_seed, prepare_out_dir
 from evaluation.spec import TemplateSpec
 
@@ -72,7 +74,7 @@ def _clear_previous(out: Path) -> None:
 
 
 class Command(BaseCommand):
-    # Pure engine CLI: no database or admin involved, so other apps' checks must not block it.
+    # Engine CLI (it only records the Dataset row): other apps' checks must not block it.
     requires_system_checks: list[str] = []
     help = (
         "Build the static dataset: N seeded instances per template, each with its participant "
@@ -158,5 +160,9 @@ class Command(BaseCommand):
         }
         body = {"format": FORMAT, "templates": catalogue, "instances": entries}
         version = hashlib.sha256(canonical_json(body)).hexdigest()
-        _write_json(out / MANIFEST, {"dataset_version": version, **body}, pretty=True)
-        self.stdout.write(f"Dataset {version[:12]}: {len(entries)} instances in {out}.")
+        manifest = {"dataset_version": version, **body}
+        _write_json(out / MANIFEST, manifest, pretty=True)
+        record_dataset(manifest, out)
+        self.stdout.write(
+            f"Dataset {version[:12]}: {len(entries)} instances in {out} (recorded in the database)."
+        )
