@@ -18,7 +18,8 @@ from django.http import HttpRequest
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html_join
 
-from evaluation.bank import list_templates, load_template
+from evaluation.bank import BankError, list_templates, load_template
+from evaluation.llm.validation import template_status
 from study.access import researchers_for_researcher
 from study.access.admin import ScopedAdminMixin, ScopedChoicesMixin
 from study.assignment.balance import balance_view
@@ -85,7 +86,20 @@ class PoolInline(ScopedChoicesMixin, admin.TabularInline):
     model = TaskPoolEntry
     form = PoolEntryForm
     extra = 0
-    readonly_fields = ("difficulty",)
+    readonly_fields = ("difficulty", "validation")
+
+    @admin.display(description="validation")
+    def validation(self, obj: TaskPoolEntry) -> str:
+        """The validation status of the template's current version (manage.py
+        validate_templates decides it; studies need "accepted" unless they allow unvalidated
+        templates)."""
+        if not obj.template_slug:
+            return "-"
+        try:
+            version = load_template(obj.template_slug).version
+        except BankError:
+            return "not in the bank"
+        return f"{template_status(obj.template_slug, version)} (v{version})"
 
 
 @admin.register(Study)
@@ -116,6 +130,7 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
                     "report_release",
                     "withdrawal_policy",
                     "replace_session2_no_shows",
+                    "allow_unvalidated_templates",
                     "target_participants",
                     "overbooking",
                 )

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from evaluation.bank import BankError, load_template
+from evaluation.llm.validation import statuses
 from study.models import Study
+
+VALIDATE = "manage.py validate_templates --baseline ENDPOINT --models E1,E2 --templates {slug}"
 
 
 def configuration_problems(study: Study) -> list[str]:
@@ -39,11 +42,7 @@ def configuration_problems(study: Study) -> list[str]:
                 f"participant needs {needed} different tasks ({study.sessions} sessions x "
                 f"{study.trials_per_session} trials)."
             )
-    for entry in study.pool.all():
-        try:
-            load_template(entry.template_slug)
-        except BankError as exc:
-            problems.append(f"Pool entry {entry.template_slug}: {exc}")
+    problems.extend(pool_problems(study))
     for field, label in (
         ("consent_form", "a consent form"),
         ("screening", "a screening questionnaire"),
@@ -54,4 +53,35 @@ def configuration_problems(study: Study) -> list[str]:
             problems.append(f"Choose {label}.")
     if study.window_hours >= study.gap_hours and study.sessions > 1:
         problems.append("The session window must be shorter than the gap between sessions.")
+    return problems
+
+
+def pool_problems(study: Study) -> list[str]:
+    """Pool entries that are not in the bank, and active ones whose current version has not
+    passed validation (unvalidated ones are allowed when the study allows them; rejected and
+    compromised ones never are)."""
+    problems: list[str] = []
+    versions: dict[str, str] = {}
+    for entry in study.pool.order_by("template_slug", "track__code"):
+        try:
+            versions.setdefault(entry.template_slug, load_template(entry.template_slug).version)
+        except BankError as exc:
+            problems.append(f"Pool entry {entry.template_slug}: {exc}")
+    active = {
+        slug for slug in study.pool.filter(active=True).values_list("template_slug", flat=True)
+    }
+    found = statuses((slug, version) for slug, version in versions.items() if slug in active)
+    for (slug, version), status in sorted(found.items()):
+        if status == "accepted" or (status == "unvalidated" and study.allow_unvalidated_templates):
+            continue
+        if status == "unvalidated":
+            problems.append(
+                f"Template {slug} {version} has not been validated: run "
+                f"{VALIDATE.format(slug=slug)}, or allow unvalidated templates (pilots only)."
+            )
+        else:
+            problems.append(
+                f"Template {slug} {version} is {status} (LLMs solve it too often) and cannot be "
+                "used: take it out of the pool or replace it with a revised version."
+            )
     return problems

@@ -85,6 +85,8 @@ def ensure_study(admin: User) -> Study:
             "contact": "the platform administrator (admin@example.org)",
             "report_release": Study.ReleasePolicy.IMMEDIATELY,
             "recruitment_token": "demo-recruitment",
+            # A demonstration is a pilot: its templates need not have been validated.
+            "allow_unvalidated_templates": True,
         },
     )
     study.researchers.add(admin)

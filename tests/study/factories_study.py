@@ -31,6 +31,8 @@ class StudyFactory(factory.django.DjangoModelFactory):
     slug = factory.Sequence(lambda n: f"study-{n}")
     title = factory.LazyAttribute(lambda s: f"Study {s.slug}")
     contact = "team@example.org"
+    # Test studies use the bank's templates without validating them first, like a pilot.
+    allow_unvalidated_templates = True
 
 
 class TrackFactory(factory.django.DjangoModelFactory):

@@ -1,0 +1,71 @@
+"""Studies recruit with validated templates only, unless they allow unvalidated ones (pilots);
+rejected and compromised templates never."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from evaluation.bank import load_template
+from evaluation.models import TemplateStatus
+from study.configuration.services import CannotOpen, open_recruitment
+from study.configuration.validation import configuration_problems
+from study.models import Study
+from tests.study.helpers import JOURNEY_TEMPLATES, journey_study
+
+pytestmark = pytest.mark.django_db
+
+CHEAP = "sde-binary-palindromes"
+
+
+def _set(slug: str, status: str) -> str:
+    version = load_template(slug).version
+    TemplateStatus.objects.update_or_create(slug=slug, version=version, defaults={"status": status})
+    return version
+
+
+def test_recruitment_needs_accepted_templates_by_default() -> None:
+    study = journey_study(status=Study.Status.DRAFT, allow_unvalidated_templates=False)
+    version = load_template(CHEAP).version
+    problems = configuration_problems(study)
+    assert (
+        f"Template {CHEAP} {version} has not been validated: run manage.py validate_templates "
+        f"--baseline ENDPOINT --models E1,E2 --templates {CHEAP}, or allow unvalidated templates "
+        "(pilots only)." in problems
+    )
+    with pytest.raises(CannotOpen, match="has not been validated"):
+        open_recruitment(study, actor=None)
+    for slug, _ in JOURNEY_TEMPLATES:
+        _set(slug, TemplateStatus.Status.ACCEPTED)
+    assert configuration_problems(study) == []
+    # Validation is of the current version: an accepted older version does not count.
+    TemplateStatus.objects.filter(slug=CHEAP).update(version="0.0.1")
+    assert any(
+        f"{CHEAP} {version} has not been validated" in p for p in configuration_problems(study)
+    )
+    # An inactive entry is not checked.
+    study.pool.filter(template_slug=CHEAP).update(active=False)
+    assert not any(CHEAP in p for p in configuration_problems(study))
+
+
+@pytest.mark.parametrize("status", ["rejected", "compromised"])
+def test_rejected_and_compromised_templates_are_refused_even_in_a_pilot(status: str) -> None:
+    study = journey_study(status=Study.Status.DRAFT)
+    assert study.allow_unvalidated_templates  # test studies are pilots
+    assert configuration_problems(study) == []
+    version = _set(CHEAP, status)
+    assert configuration_problems(study) == [
+        f"Template {CHEAP} {version} is {status} (LLMs solve it too often) and cannot be used: "
+        "take it out of the pool or replace it with a revised version."
+    ]
+
+
+def test_admin_shows_the_setting_and_each_pool_templates_status(admin_client: Client) -> None:
+    study = journey_study(status=Study.Status.DRAFT)
+    version = _set(CHEAP, TemplateStatus.Status.ACCEPTED)
+    page = admin_client.get(f"/admin/study/study/{study.pk}/change/").content.decode()
+    assert 'name="allow_unvalidated_templates"' in page
+    assert "Rejected and compromised templates are never allowed." in page
+    assert f"accepted (v{version})" in page
+    other = JOURNEY_TEMPLATES[1][0]
+    assert f"unvalidated (v{load_template(other).version})" in page
