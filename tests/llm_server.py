@@ -27,8 +27,10 @@ a finish chunk, the usage chunk with ``choices: []`` only when the request asked
 - ``Cut(text_before_cut, error=None)``: some chunks (or half a JSON body), then the connection
   is closed without a finish reason or ``[DONE]``; with ``error``, an error event comes first.
 
-A list script that runs out answers 500 "script exhausted". Recorded: ``requests`` (bodies),
-``authorizations`` (the Authorization header, "" when absent) and ``paths``.
+``ScriptedLLM(script, model="gpt-x-2024")`` reports that model in its replies (servers often
+name a dated version of the one asked for). A list script that runs out answers 500 "script
+exhausted". Recorded: ``requests`` (bodies), ``authorizations`` (the Authorization header, ""
+when absent) and ``paths``.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ Script = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
 @dataclass
 class ScriptedLLM:
     script: Script
+    model: str = ""  # the model the replies say answered; "" for the one asked for
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
@@ -245,6 +248,7 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                     {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
                 )
                 return self._send(reply.status, json.dumps(_error_body(reply, auth)), retry)
+            body = {**body, "model": llm.model or body.get("model", "")}  # as replies name it
             if isinstance(reply, Text) and reply.delay:
                 time.sleep(reply.delay)
             if body.get("stream"):

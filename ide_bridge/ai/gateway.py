@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.llm.client import EndpointConfig
 from ide_bridge.ai import budget
 from ide_bridge.ai.chat import chat_conversation
 from ide_bridge.ai.feedback import feedback_prompt, revision_target, unified_diff
@@ -105,9 +106,7 @@ class AISettings:
     model: str
     token_cap: int
     provider: str
-    base_url: str
-    api_key_env: str
-    stream_usage: bool
+    endpoint: EndpointConfig | None
 
     @classmethod
     def for_trial(cls, trial: Trial) -> AISettings:
@@ -118,10 +117,14 @@ class AISettings:
             ai_mode=str(config.get("ai_mode", arm.ai_mode)),
             model=str(config.get("model", arm.model)),
             token_cap=int(config.get("token_cap", arm.token_cap)),
-            provider=str(config.get("ai_provider", arm.ai_provider)),
-            base_url=str(config.get("ai_base_url", arm.ai_base_url)),
-            api_key_env=str(config.get("ai_api_key_env", arm.ai_api_key_env)),
-            stream_usage=bool(config.get("ai_stream_usage", arm.ai_stream_usage)),
+            provider="endpoint" if arm.ai_provider == "openai" else arm.ai_provider,
+            endpoint=EndpointConfig(
+                name=f"arm-{arm.pk}",
+                base_url=str(config.get("ai_base_url", arm.ai_base_url)),
+                model=str(config.get("model", arm.model)),
+                api_key_env=str(config.get("ai_api_key_env", arm.ai_api_key_env)),
+                supports_usage=bool(config.get("ai_stream_usage", arm.ai_stream_usage)),
+            ),
         )
 
 
@@ -314,12 +317,7 @@ async def _call(request: _Request) -> tuple[ProviderReply, int]:
     settings = request.settings
     started = time.monotonic()
     try:
-        provider = provider_for(
-            settings.provider,
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
-            stream_usage=settings.stream_usage,
-        )
+        provider = provider_for(settings.provider, settings.endpoint)
         reply = await provider.complete_chat(
             request.conversation,
             model=settings.model,

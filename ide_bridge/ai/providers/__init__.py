@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evaluation.llm.client import EndpointConfig
 from ide_bridge.ai.providers.base import (
     Message,
     Provider,
@@ -28,16 +29,17 @@ __all__ = [
 ]
 
 
-def provider_for(
-    name: str, *, base_url: str = "", api_key_env: str = "", stream_usage: bool = True
-) -> Provider:
-    """The provider an arm names (``Arm.ai_provider``). Unknown names fall back to nothing:
-    they raise, so a misconfigured arm fails loudly rather than silently using the demo."""
+def provider_for(name: str, endpoint: EndpointConfig | None = None) -> Provider:
+    """The provider an arm names (``Arm.ai_provider``): the offline demo, or the arm's model
+    endpoint. Unknown names and an endpoint arm without an endpoint raise, so a misconfigured
+    arm fails loudly rather than silently using the demo."""
     if name == "demo":
         return DemoProvider()
-    if name == "openai":
-        return OpenAICompatProvider(base_url, api_key_env=api_key_env, stream_usage=stream_usage)
+    if name == "endpoint" and endpoint is not None:
+        return OpenAICompatProvider(endpoint)
     raise ProviderError(
         "The AI provider of this task is not configured; please tell the research team.",
-        detail=f"unknown provider {name!r}",
+        detail=f"provider {name!r} without a model endpoint"
+        if name == "endpoint"
+        else f"unknown provider {name!r}",
     )

@@ -8,11 +8,14 @@ records the result. Providers are async so that a slow LLM never blocks a server
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
+
+from evaluation.llm.client import UsageSource
+from evaluation.llm.client import estimate_prompt_tokens as estimate_prompt_tokens
+from evaluation.llm.client import estimate_tokens as estimate_tokens
 
 # Marks the cursor in the user message of an inline-completion request (prefix + CURSOR + suffix).
 CURSOR = "<CURSOR>"
@@ -33,15 +36,10 @@ def code_start(path: str) -> str:
     return f"{CODE_START}{path}{CODE_FENCE}"
 
 
-# Rough token estimate when a provider does not report usage: about 4 characters per token
-# for English text and code with GPT-style BPE tokenisers (OpenAI's own rule of thumb), plus a
-# few tokens of chat formatting per message. Good to within ~20 % for budgets, never exact:
-# rows counted this way are marked usage_source="estimated".
-CHARS_PER_TOKEN = 4
-TOKENS_PER_MESSAGE = 4
-
+# Token estimates when a provider reports no usage are the client's (``estimate_tokens``,
+# ``estimate_prompt_tokens``: ~4 characters per token); rows counted so are marked
+# usage_source="estimated".
 Purpose = Literal["chat", "complete", "feedback"]
-UsageSource = Literal["provider", "estimated"]
 
 
 class Message(TypedDict):
@@ -85,14 +83,6 @@ class Provider(Protocol):
         ``purpose`` is a hint (the demo provider answers differently); real providers ignore it.
         """
         ...
-
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
-
-
-def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
-    return sum(TOKENS_PER_MESSAGE + estimate_tokens(m["content"]) for m in messages)
 
 
 def strip_fences(text: str) -> str:

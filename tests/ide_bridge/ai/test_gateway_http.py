@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -21,7 +20,7 @@ from ide_bridge.ai.chat import CHAT_SYSTEM
 from ide_bridge.models import AIRequest, IntegrityFlag
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
-from tests.ide_bridge.ai.test_providers import FakeOpenAI
+from tests.llm_server import Fail, Reply, ScriptedLLM, Text
 from tests.study.helpers import assigned, journey_study
 
 pytestmark = [
@@ -58,12 +57,6 @@ def no_provider_calls(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the provider must not be called")
 
     monkeypatch.setattr(gateway, "provider_for", forbidden)
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def test_a_no_ai_arm_refuses_every_ai_request_and_flags_it(no_provider_calls: None) -> None:
@@ -308,13 +301,19 @@ def test_ai_endpoints_need_the_csrf_token() -> None:
 
 
 def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
-    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("HAI_TEST_OPENAI_KEY", "sk-e2e-secret")
-    client, trial, study = open_trial(
+    script: list[Reply] = [Text("Hello, world.", usage=(21, 4)), Fail(500, "boom")]
+    with ScriptedLLM(script, model="gpt-test-2024") as llm:
+        _end_to_end(llm)
+
+
+def _end_to_end(llm: ScriptedLLM) -> None:
+    client, trial, _ = open_trial(
         ai_mode="inline_chat",
         ai_provider="openai",
-        ai_base_url=fake_openai.url("reply"),
+        ai_base_url=llm.base_url,
         ai_api_key_env="HAI_TEST_OPENAI_KEY",
         model="gpt-test",
         token_cap=50_000,
@@ -323,16 +322,15 @@ def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
     assert response.status_code == 200, response.content
     assert response.json()["reply"] == "Hello, world."
     assert response.json()["demo"] is False
-    sent = fake_openai.requests[-1]
+    sent = llm.requests[-1]
     assert sent["model"] == "gpt-test"
     assert sent["messages"][0] == {"role": "system", "content": CHAT_SYSTEM}
-    assert sent["headers"]["Authorization"] == "Bearer sk-e2e-secret"
+    assert llm.authorizations[-1] == "Bearer sk-e2e-secret"
     assert sent["max_tokens"] == gateway.MAX_TOKENS["chat"]
     row = AIRequest.objects.get(trial=trial)
     assert (row.prompt_tokens, row.completion_tokens, row.usage_source) == (21, 4, "provider")
-    assert (row.provider, row.model, row.finish_reason) == ("openai", "gpt-test-2024", "stop")
+    assert (row.provider, row.model, row.finish_reason) == ("endpoint", "gpt-test-2024", "stop")
     # A failing provider: 502 with its one-sentence message, recorded as an error.
-    study.arms.filter(condition="B").update(ai_base_url=fake_openai.url("error-500"))
     response = post(client, trial, "complete", {"prefix": "x = ", "suffix": ""})
     assert response.status_code == 502
     assert response.json() == {"error": "The AI provider had an internal error (HTTP 500)."}
@@ -342,13 +340,16 @@ def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
     assert budget.tokens_used(trial) == 25  # errors cost nothing
 
 
-def test_a_request_the_browser_abandons_is_still_recorded_and_counted(
-    fake_openai: FakeOpenAI,
-) -> None:
+def test_a_request_the_browser_abandons_is_still_recorded_and_counted() -> None:
     """A newer keystroke cancels a pending completion; Django then cancels the view, but the
     provider call finishes and its tokens count."""
+    with ScriptedLLM([Text("1", usage=(21, 1), delay=2)]) as llm:
+        _abandon_a_completion(llm)
+
+
+def _abandon_a_completion(llm: ScriptedLLM) -> None:
     _, trial, _ = open_trial(
-        ai_mode="inline", ai_provider="openai", ai_base_url=fake_openai.url("slow"), model="m"
+        ai_mode="inline", ai_provider="openai", ai_base_url=llm.base_url, model="m"
     )
     user = trial.participant.user
     request = AsyncRequestFactory().post(

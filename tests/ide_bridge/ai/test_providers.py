@@ -1,24 +1,18 @@
-"""The AI providers: OpenAI-compatible chat completions against a local server speaking that
-protocol (streaming, the usage chunk, missing usage, errors, timeouts), and the demo assistant.
-
-``FakeOpenAI`` is also used by the gateway's HTTP tests. It listens on 127.0.0.1 only; the
-scenario is the first path segment of the base URL (``http://127.0.0.1:PORT/<scenario>/v1``).
+"""The AI providers: the participants' assistant on a model endpoint (the client of
+``evaluation.llm`` behind the provider interface, against a local server speaking OpenAI chat
+completions: ``tests/llm_server.py``), and the demo assistant.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import json
 import logging
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
+from evaluation.llm.client import EndpointConfig
 from ide_bridge.ai.providers import (
     DemoProvider,
     Message,
@@ -37,6 +31,7 @@ from ide_bridge.ai.providers.base import (
     strip_fences,
 )
 from ide_bridge.ai.providers.demo import add_note
+from tests.llm_server import Cut, Fail, Reply, ScriptedLLM, Text
 
 KEY = "sk-test-0123456789abcdef"
 MESSAGES: list[Message] = [
@@ -45,148 +40,9 @@ MESSAGES: list[Message] = [
 ]
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients that time out hang up mid-reply (BrokenPipeError): expected here
-
-
-class FakeOpenAI:
-    """A local OpenAI-compatible ``/chat/completions`` endpoint; records every request."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.reply_parts = ["Hello", ", ", "world."]
-        self.usage = {"prompt_tokens": 21, "completion_tokens": 4, "total_tokens": 25}
-        self.server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def url(self, scenario: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{scenario}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "headers": dict(self.headers), **body})
-                scenario = self.path.strip("/").split("/")[0]
-                getattr(self, "scenario_" + scenario.replace("-", "_"))(body)
-
-            def _start(self, status: int, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.end_headers()
-
-            def _event(self, data: Any) -> None:
-                text = data if isinstance(data, str) else json.dumps(data)
-                self.wfile.write(f"data: {text}\n\n".encode())
-                self.wfile.flush()
-
-            def _chunk(self, body: dict[str, Any], delta: dict[str, Any], finish: Any) -> None:
-                choice = {"index": 0, "delta": delta, "finish_reason": finish}
-                self._event(
-                    {
-                        "id": "chatcmpl-1",
-                        "object": "chat.completion.chunk",
-                        "model": body["model"] + "-2024",
-                        "choices": [choice],
-                        "usage": None,
-                    }
-                )
-
-            def _stream(self, body: dict[str, Any], *, usage: bool, done: bool = True) -> None:
-                self._start(200, "text/event-stream")
-                self._chunk(body, {"role": "assistant", "content": ""}, None)
-                for part in fake.reply_parts:
-                    self._chunk(body, {"content": part}, None)
-                self._chunk(body, {}, "stop")
-                wants_usage = (body.get("stream_options") or {}).get("include_usage")
-                if usage and wants_usage:  # the extra final chunk, choices == []
-                    self._event({"id": "chatcmpl-1", "choices": [], "usage": fake.usage})
-                if done:
-                    self._event("[DONE]")
-
-            def scenario_reply(self, body: dict[str, Any]) -> None:
-                self._stream(body, usage=True)
-
-            def scenario_no_usage(self, body: dict[str, Any]) -> None:  # like Ollama
-                self._stream(body, usage=False)
-
-            def scenario_json(self, body: dict[str, Any]) -> None:  # ignores "stream"
-                self._start(200, "application/json")
-                message = {"role": "assistant", "content": "".join(fake.reply_parts)}
-                reply = {
-                    "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    "usage": fake.usage,
-                }
-                self.wfile.write(json.dumps(reply).encode())
-
-            def scenario_cut(self, body: dict[str, Any]) -> None:  # dies mid-reply
-                self._start(200, "text/event-stream")
-                self._chunk(body, {"content": "Hel"}, None)
-
-            def scenario_error_chunk(self, body: dict[str, Any]) -> None:
-                self._start(200, "text/event-stream")
-                self._chunk(body, {"content": "Hel"}, None)
-                self._event({"error": {"message": "model overloaded", "type": "server_error"}})
-
-            def scenario_error_500(self, body: dict[str, Any]) -> None:
-                self._start(500, "application/json")
-                self.wfile.write(b'{"error": {"message": "boom", "type": "server_error"}}')
-
-            def scenario_error_401(self, body: dict[str, Any]) -> None:
-                # Real providers echo (part of) the key; the platform must not pass it on.
-                auth = self.headers.get("Authorization", "")
-                self._start(401, "application/json")
-                message = f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"
-                self.wfile.write(json.dumps({"error": {"message": message}}).encode())
-
-            def scenario_slow(self, body: dict[str, Any]) -> None:
-                time.sleep(2)
-                self._stream(body, usage=True)
-
-            def scenario_whole_budget(self, body: dict[str, Any]) -> None:
-                # A model that talks until max_tokens, a moment after the request arrived.
-                time.sleep(0.3)
-                self._start(200, "application/json")
-                usage = {"prompt_tokens": 21, "completion_tokens": body["max_tokens"]}
-                message = {"role": "assistant", "content": "Well, " * body["max_tokens"]}
-                choice = {"index": 0, "message": message, "finish_reason": "length"}
-                reply = {"model": body["model"], "choices": [choice], "usage": usage}
-                self.wfile.write(json.dumps(reply).encode())
-
-            def scenario_trickle(self, body: dict[str, Any]) -> None:
-                # Every chunk arrives within a read timeout, the whole reply does not.
-                self._start(200, "text/event-stream")
-                for _ in range(20):
-                    self._chunk(body, {"content": "."}, None)
-                    time.sleep(0.1)
-                self._event("[DONE]")
-
-        return Handler
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
+def provider(base_url: str, api_key_env: str = "") -> OpenAICompatProvider:
+    config = EndpointConfig(name="t", base_url=base_url, model="m", api_key_env=api_key_env)
+    return OpenAICompatProvider(config)
 
 
 def ask(provider: OpenAICompatProvider, timeout: float = 5.0) -> ProviderReply:
@@ -195,105 +51,83 @@ def ask(provider: OpenAICompatProvider, timeout: float = 5.0) -> ProviderReply:
     )
 
 
-def test_streamed_reply_with_the_usage_chunk_counts_provider_tokens(
-    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_endpoint_reply_becomes_the_providers_reply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HAI_TEST_KEY", KEY)
-    provider = OpenAICompatProvider(fake_openai.url("reply"), api_key_env="HAI_TEST_KEY")
-    reply = ask(provider)
-    assert reply == ProviderReply("Hello, world.", 21, 4, "provider", "stop", "gpt-test-2024")
-    sent = fake_openai.requests[0]
-    assert sent["path"] == "/reply/v1/chat/completions"
-    assert sent["stream"] is True
+    reply = Text("Hello, world.", usage=(21, 4))
+    with ScriptedLLM([reply], model="gpt-test-2024") as llm:
+        answer = ask(provider(llm.base_url, "HAI_TEST_KEY"))
+    assert answer == ProviderReply("Hello, world.", 21, 4, "provider", "stop", "gpt-test-2024")
+    sent = llm.requests[0]
+    assert (sent["model"], sent["max_tokens"], sent["messages"]) == ("gpt-test", 50, MESSAGES)
     assert sent["stream_options"] == {"include_usage": True}
-    assert sent["model"] == "gpt-test"
-    assert sent["max_tokens"] == 50
-    assert sent["messages"] == MESSAGES
-    assert sent["headers"]["Authorization"] == f"Bearer {KEY}"
-
-
-def test_a_server_without_usage_gives_estimated_tokens(fake_openai: FakeOpenAI) -> None:
-    provider = OpenAICompatProvider(fake_openai.url("no-usage"))
-    reply = ask(provider)
-    assert reply.text == "Hello, world."
-    assert reply.usage_source == "estimated"
-    # ~4 characters per token plus 4 tokens of formatting per message.
-    assert reply.completion_tokens == 4  # 13 characters
-    assert reply.prompt_tokens == (4 + 4) + (4 + 8)  # 14 and 31 characters
-    assert "Authorization" not in fake_openai.requests[0]["headers"]  # no key configured
-
-
-def test_stream_usage_can_be_turned_off_for_servers_that_reject_it(
-    fake_openai: FakeOpenAI,
-) -> None:
-    provider = OpenAICompatProvider(fake_openai.url("reply"), stream_usage=False)
-    reply = ask(provider)
-    assert "stream_options" not in fake_openai.requests[0]
-    assert reply.usage_source == "estimated"
-
-
-def test_a_plain_json_reply_is_read_too(fake_openai: FakeOpenAI) -> None:
-    reply = ask(OpenAICompatProvider(fake_openai.url("json")))
-    assert (reply.text, reply.prompt_tokens, reply.completion_tokens) == ("Hello, world.", 21, 4)
-    assert reply.usage_source == "provider"
+    assert llm.authorizations == [f"Bearer {KEY}"]
 
 
 @pytest.mark.parametrize(
-    ("scenario", "message"),
+    ("reply", "message"),
     [
-        ("error-500", "The AI provider had an internal error (HTTP 500)."),
-        ("error-401", "The AI provider refused the platform's API key (HTTP 401)."),
-        ("cut", "The AI provider's reply was cut off before it finished."),
-        ("error-chunk", "The AI provider reported an error while answering."),
+        (Fail(500, "boom"), "The AI provider had an internal error (HTTP 500)."),
+        (
+            Fail(401, "Incorrect API key provided: {key}"),
+            "The AI provider refused the platform's API key (HTTP 401).",
+        ),
+        (Cut("Hel"), "The AI provider's reply was cut off before it finished."),
+        (
+            Cut("Hel", error="model overloaded"),
+            "The AI provider reported an error while answering.",
+        ),
     ],
 )
 def test_provider_failures_become_one_sentence_errors_without_the_key(
-    fake_openai: FakeOpenAI,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    scenario: str,
-    message: str,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, reply: Reply, message: str
 ) -> None:
     monkeypatch.setenv("HAI_TEST_KEY", KEY)
-    provider = OpenAICompatProvider(fake_openai.url(scenario), api_key_env="HAI_TEST_KEY")
-    with caplog.at_level(logging.DEBUG), pytest.raises(ProviderError) as caught:
-        ask(provider)
+    with ScriptedLLM([reply]) as llm:
+        failing = provider(llm.base_url, "HAI_TEST_KEY")
+        with caplog.at_level(logging.DEBUG), pytest.raises(ProviderError) as caught:
+            ask(failing)
     assert str(caught.value) == message
     assert KEY not in caught.value.detail
     assert KEY not in caplog.text
-    assert KEY not in repr(provider)
-    if scenario == "error-401":
+    assert KEY not in repr(failing)
+    if isinstance(reply, Fail) and reply.status == 401:
         assert "[redacted]" in caught.value.detail
 
 
-def test_a_server_that_does_not_answer_in_time_times_out(fake_openai: FakeOpenAI) -> None:
-    started = time.monotonic()
-    with pytest.raises(ProviderError, match=r"did not answer within 0\.5 seconds"):
-        ask(OpenAICompatProvider(fake_openai.url("slow")), timeout=0.5)
-    assert time.monotonic() - started < 1.5
+def test_a_server_that_does_not_answer_in_time_times_out() -> None:
+    with ScriptedLLM([Text("late", delay=2)]) as llm:
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match=r"did not answer within 0\.5 seconds"):
+            ask(provider(llm.base_url), timeout=0.5)
+        assert time.monotonic() - started < 1.5
 
 
-def test_the_timeout_bounds_the_whole_reply_not_each_chunk(fake_openai: FakeOpenAI) -> None:
-    started = time.monotonic()
-    with pytest.raises(ProviderError, match="did not answer within"):
-        ask(OpenAICompatProvider(fake_openai.url("trickle")), timeout=0.7)
-    assert time.monotonic() - started < 1.5
+def test_the_timeout_bounds_the_whole_reply_not_each_chunk() -> None:
+    # Every chunk arrives within a read timeout, the whole reply does not.
+    with ScriptedLLM([Text(["."] * 20, chunk_delay=0.1)]) as llm:
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match="did not answer within"):
+            ask(provider(llm.base_url), timeout=0.7)
+        assert time.monotonic() - started < 1.5
 
 
 def test_an_unreachable_server_and_missing_configuration_are_explained(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with FakeOpenAI() as fake:
-        url = fake.url("reply")
+    with ScriptedLLM([]) as llm:
+        url = llm.base_url
     with pytest.raises(ProviderError, match="could not be reached"):
-        ask(OpenAICompatProvider(url))  # the server is gone
+        ask(provider(url))  # the server is gone
     monkeypatch.delenv("HAI_MISSING_KEY", raising=False)
     with pytest.raises(ProviderError, match="API key is missing"):
-        ask(OpenAICompatProvider(url, api_key_env="HAI_MISSING_KEY"))
+        ask(provider(url, "HAI_MISSING_KEY"))
     with pytest.raises(ProviderError, match="no base URL"):
-        ask(OpenAICompatProvider(""))
+        ask(provider(""))
     with pytest.raises(ProviderError, match="not configured"):
         provider_for("mystery")
+    with pytest.raises(ProviderError, match="not configured") as no_endpoint:
+        provider_for("endpoint", None)
+    assert "without a model endpoint" in no_endpoint.value.detail
 
 
 def test_demo_provider_is_deterministic_and_says_it_is_a_demo() -> None:

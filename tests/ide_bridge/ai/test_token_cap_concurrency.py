@@ -23,7 +23,7 @@ from django.test import Client
 from ide_bridge.ai import budget
 from ide_bridge.models import AIRequest, AITokenReservation
 from tests.ide_bridge.ai.test_gateway_http import open_trial, post
-from tests.ide_bridge.ai.test_providers import FakeOpenAI
+from tests.llm_server import ScriptedLLM, Text
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -45,10 +45,16 @@ def _postgres_only() -> None:
         pytest.skip(reason)
 
 
+def whole_budget(body: dict[str, Any]) -> Text:
+    """A model that talks until max_tokens, a moment after the request arrived."""
+    budget = int(body["max_tokens"])
+    return Text("Well, " * budget, usage=(21, budget), delay=0.3)
+
+
 @pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
+def talker() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM(whole_budget) as llm:
+        yield llm
 
 
 def _chat_in_parallel(client: Client, trial: Any) -> tuple[list[Any], list[BaseException]]:
@@ -76,12 +82,12 @@ def _chat_in_parallel(client: Client, trial: Any) -> tuple[list[Any], list[BaseE
 
 
 def test_parallel_requests_at_85_percent_of_the_cap_never_spend_more_than_the_cap(
-    fake_openai: FakeOpenAI,
+    talker: ScriptedLLM,
 ) -> None:
     client, trial, _ = open_trial(
         ai_mode="chat",
         ai_provider="openai",
-        ai_base_url=fake_openai.url("whole-budget"),
+        ai_base_url=talker.base_url,
         model="m",
         token_cap=CAP,
     )
@@ -102,7 +108,7 @@ def test_parallel_requests_at_85_percent_of_the_cap_never_spend_more_than_the_ca
         ["ok"] * codes[200] + ["refused"] * codes[429]
     )
     # The provider was asked for no more than what was left at the time.
-    assert sum(21 + sent["max_tokens"] for sent in fake_openai.requests) <= CAP * 15 // 100
+    assert sum(21 + sent["max_tokens"] for sent in talker.requests) <= CAP * 15 // 100
     refused = next(r for r in responses if r.status_code == 429)
     assert "too few for this request" in refused.json()["error"]
     assert not AITokenReservation.objects.exists()  # every reservation was settled
