@@ -48,3 +48,18 @@ def grade_submission(self: Task, evaluation_id: int) -> dict[str, Any]:
         "overall_pass": report.get("overall_pass"),
         "partial_pass": report.get("partial_pass"),
     }
+
+
+@shared_task(
+    name="evaluation.run_agent_unit",
+    acks_late=True,
+    reject_on_worker_lost=True,
+)
+def run_agent_unit(run_id: int) -> dict[str, Any]:
+    """Run one unit of a sweep (an AgentRun). Safe to deliver twice: ``run_unit`` claims the
+    run with a conditional update, so a run finished or held by another worker is left alone
+    (a run a lost worker left running is taken again once stale)."""
+    from evaluation.llm.units import run_unit  # units grades through services, like this module
+
+    run = run_unit(run_id)
+    return {"run_id": run_id, "status": run.status, "stop_reason": run.stop_reason}

@@ -13,6 +13,8 @@ it is null when some instance of the block has fewer than k samples.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -241,3 +243,61 @@ def progress(sweep: Sweep) -> dict[str, int]:
         tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
     )
     return {name: int(value or 0) for name, value in figures.items()}
+
+
+RUN_COLUMNS = (
+    "run_id",
+    "template",
+    "seed",
+    "sample",
+    "status",
+    "stop_reason",
+    "overall_pass",
+    "partial_pass",
+    "completion_time_s",
+    "attempts_used",
+    "model_requests",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost",
+    "interventions",
+    "duration_s",
+    "error",
+)
+
+
+def runs_csv(sweep: Sweep) -> str:
+    """One row per run of the sweep (``--out DIR`` writes it as runs.csv)."""
+    outcomes = {o.run_id: o for o in run_outcomes(sweep.runs.all())}
+    extra = sweep.runs.order_by("pk").values_list(
+        "pk", "sample", "stop_reason", "model_requests", "cached_tokens", "duration_s", "error"
+    )
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RUN_COLUMNS)
+    for pk, sample, stop_reason, model_requests, cached, duration, error in extra:
+        o = outcomes[pk]
+        writer.writerow(
+            [
+                pk,
+                o.template,
+                o.seed,
+                sample,
+                o.status,
+                stop_reason,
+                "" if o.overall_pass is None else int(o.overall_pass),
+                "" if o.partial_pass is None else o.partial_pass,
+                "" if o.completion_time_s is None else o.completion_time_s,
+                o.attempts_used,
+                model_requests,
+                o.prompt_tokens,
+                o.completion_tokens,
+                cached,
+                o.cost,
+                sum(o.interventions.values()),
+                "" if duration is None else duration,
+                error,
+            ]
+        )
+    return out.getvalue()
