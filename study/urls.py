@@ -18,4 +18,5 @@ urlpatterns = [
     path("results/", include("study.results.urls")),
     path("exports/", include("study.exports.urls")),
     path("researchers/", include("study.researchers.urls")),
+    path("reviews/", include("study.reviews.urls")),
 ]

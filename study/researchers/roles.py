@@ -56,6 +56,8 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
             "evaluation",
         )
     ),
+    # Expert review of task instances (study.reviews): read and give ratings.
+    *(f"evaluation.{verb}_expertrating" for verb in ("view", "add", "change")),
 )
 # Deliberately NOT here: reading the vault ("study.view_vault", contact and compensation data)
 # and the audit log ("study.view_auditevent"); give those to the study coordinator only.
