@@ -20,6 +20,8 @@ from evaluation.submissions import BadSubmission, check_files
 READ_CHUNK = 32_000  # characters read_file returns at once
 FILE_MARKER = "# file: "
 SUBMIT_WORD = re.compile(r"^\s*SUBMIT\s*$", re.M)
+SHELLS = frozenset({"bash", "sh", "shell", "console", "zsh", "cmd", "powershell"})
+PYTHON = frozenset({"", "python", "python3", "py"})
 _BLOCK = re.compile(r"^```[ \t]*([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
@@ -119,7 +121,7 @@ def parse_tool_call(name: str, raw_arguments: str) -> ToolRequest:
         )
     try:
         arguments = json.loads(raw_arguments or "{}")
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return ToolRequest(name, {}, f"The arguments of {name} are not valid JSON ({exc.msg}).")
     if not isinstance(arguments, dict):
         return ToolRequest(name, {}, f"The arguments of {name} must be a JSON object.")
@@ -146,22 +148,27 @@ class CodeReply:
 
 
 def parse_code_reply(text: str, main_file: str) -> CodeReply:
-    """Fenced code blocks as files. One block without a marker is the main file; with several
-    blocks each must start with ``# file: PATH``."""
-    blocks = [body for _, body in _BLOCK.findall(text)]
+    """Fenced code blocks as files. A block starting with ``# file: PATH`` is that file; one
+    Python block without a marker is the main file. Shell blocks are commands, which this
+    workspace cannot run (the problem says so); other blocks without a marker are ignored."""
+    blocks = _BLOCK.findall(text)
     submit = bool(SUBMIT_WORD.search(_BLOCK.sub("", text)))
-    if not blocks:
-        return CodeReply({}, submit)
     files: dict[str, str] = {}
-    for body in blocks:
+    unmarked: list[str] = []
+    commands = False
+    for language, body in blocks:
         first, _, rest = body.partition("\n")
         if first.strip().startswith(FILE_MARKER.strip()):
-            path = first.strip()[len(FILE_MARKER.strip()) :].strip()
-            files[path] = rest
-        elif len(blocks) == 1:
-            files[main_file] = body
-        else:
-            return CodeReply(
-                {}, False, f"With several code blocks, start each with a line `{FILE_MARKER}PATH`."
-            )
+            files[first.strip()[len(FILE_MARKER.strip()) :].strip()] = rest
+        elif language.lower() in SHELLS:
+            commands = True
+        elif language.lower() in PYTHON:
+            unmarked.append(body)
+    if len(unmarked) == 1 and not files:
+        files[main_file] = unmarked[0]
+    elif unmarked:
+        problem = f"With several code blocks, start each with a line `{FILE_MARKER}PATH`."
+        return CodeReply({}, False, problem)
+    if commands and not files:
+        return CodeReply({}, submit, "There is no shell here to run commands in.")
     return CodeReply(files, submit)

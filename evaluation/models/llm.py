@@ -152,8 +152,10 @@ class AgentRun(models.Model):
         blank=True,
         help_text="submitted, attempts, budget, context, provider_error, no_code.",
     )
-    attempts_used = models.PositiveIntegerField(default=0)
-    visible_runs = models.PositiveIntegerField(default=0)
+    attempts_used = models.PositiveIntegerField(
+        default=0, help_text="Visible-test runs of the agent's files (what --attempts bounds)."
+    )
+    model_requests = models.PositiveIntegerField(default=0, help_text="Model requests made.")
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cached_tokens = models.PositiveIntegerField(default=0)
