@@ -55,7 +55,8 @@ def test_one_of_twenty_and_one_of_ten_are_accepted_after_every_model_ran() -> No
     _validate(template, "gemini", Role.GENERALISATION, 0, 10)
     status = decide_status("t", "1.0.0", models=["gpt", "gemini"])
     assert status.status == "accepted"
-    assert status.decided_by is not None and status.decided_by.endpoint.name == "gemini"
+    assert status.decided_by is not None
+    assert status.decided_by.endpoint.name == "gemini"
     assert template_status("t", "1.0.0") == "accepted"
     # A later model within its threshold, or deciding again, keeps it accepted.
     _validate(template, "newer", Role.GENERALISATION, 1, 10)
