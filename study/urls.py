@@ -19,4 +19,5 @@ urlpatterns = [
     path("exports/", include("study.exports.urls")),
     path("researchers/", include("study.researchers.urls")),
     path("reviews/", include("study.reviews.urls")),
+    path("benchmarks/", include("study.benchmarks.urls")),
 ]

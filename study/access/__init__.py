@@ -19,7 +19,7 @@ from django.db.models import Model, Q, QuerySet
 from django.http import Http404, HttpRequest
 from django.http.response import HttpResponseBase
 
-from evaluation.models import Evaluation, Submission
+from evaluation.models import AgentRun, Evaluation, Submission, Sweep
 from study.models import (
     Answer,
     Arm,
@@ -182,6 +182,29 @@ def evaluations_for_researcher(user: User | AnonymousUser) -> QuerySet[Evaluatio
     if sees_every_study(user):
         return Evaluation.objects.all()
     return Evaluation.objects.filter(submission__in=submissions_for_researcher(user))
+
+
+# --- LLM sweeps: the engine's, shared by every researcher allowed to see them ---------------
+def sweeps_for_researcher(user: User | AnonymousUser) -> QuerySet[Sweep]:
+    if not (user.is_authenticated and user.is_staff and user.has_perm("evaluation.view_sweep")):
+        return Sweep.objects.none()
+    return Sweep.objects.all()
+
+
+def get_sweep_for_researcher(user: User | AnonymousUser, sweep_id: int) -> Sweep:
+    try:
+        return sweeps_for_researcher(user).select_related("endpoint", "dataset").get(pk=sweep_id)
+    except Sweep.DoesNotExist:
+        raise Http404("no such sweep") from None
+
+
+def get_agent_run_for_researcher(user: User | AnonymousUser, run_id: int) -> AgentRun:
+    try:
+        return AgentRun.objects.select_related(
+            "sweep__endpoint", "instance__template", "evaluation"
+        ).get(pk=run_id, sweep__in=sweeps_for_researcher(user))
+    except AgentRun.DoesNotExist:
+        raise Http404("no such run") from None
 
 
 # The lookup from each study-owned model to its study ("" for the study itself). Models of

@@ -58,6 +58,13 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
     ),
     # Expert review of task instances (study.reviews): read and give ratings.
     *(f"evaluation.{verb}_expertrating" for verb in ("view", "add", "change")),
+    # The LLM arm (study.benchmarks): see sweeps and their runs, start sweeps, add C1 notes.
+    *(
+        f"evaluation.view_{model}"
+        for model in ("modelendpoint", "dataset", "sweep", "agentrun", "agentrequest")
+    ),
+    *(f"evaluation.{verb}_{model}" for verb in ("view", "add") for model in ("intervention",)),
+    "evaluation.add_sweep",
 )
 # Deliberately NOT here: reading the vault ("study.view_vault", contact and compensation data)
 # and the audit log ("study.view_auditevent"); give those to the study coordinator only.

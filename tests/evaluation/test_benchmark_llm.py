@@ -8,7 +8,6 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -16,7 +15,8 @@ from django.core.management.base import CommandError
 
 from evaluation.models import AgentRun, ModelEndpoint
 from tests.evaluation.grading_fixtures import CHEAP_TEMPLATE, instance, store_calibration
-from tests.llm_server import ScriptedLLM, Tools
+from tests.evaluation.llm_helpers import scripted_solver
+from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.django_db
 
@@ -77,25 +77,6 @@ def test_an_adhoc_endpoint_is_recorded_once_under_a_derived_name() -> None:
     assert row.name.startswith("adhoc-")
     assert len(row.name) == len("adhoc-") + 8
     assert (row.base_url, row.model) == ("http://127.0.0.1:9/v1", "m")
-
-
-def scripted_solver() -> Any:
-    """Each new conversation writes the efficient reference, then the naive one, alternately."""
-    references = instance().references
-    conversations: list[int] = []
-
-    def reply(body: dict[str, Any]) -> Tools:
-        if not any(m["role"] == "assistant" for m in body["messages"]):
-            conversations.append(len(conversations))
-        kind = "efficient" if conversations[-1] % 2 == 0 else "naive"
-        if any(m["role"] == "tool" for m in body["messages"]):
-            return Tools([("submit", {})], usage=(500, 20))
-        return Tools(
-            [("write_file", {"path": "solution.py", "content": references[kind]["solution.py"]})],
-            usage=(1000, 200),
-        )
-
-    return reply
 
 
 @pytest.mark.timeout(120)
