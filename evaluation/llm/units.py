@@ -46,6 +46,7 @@ from evaluation.services import (
     run_evaluation,
     submit_solution,
 )
+from evaluation.spec import Instance
 
 STALE_AFTER_S = 3600  # a run RUNNING this long was abandoned by a crashed worker
 UNFINISHED = (AgentRun.Status.PENDING, AgentRun.Status.RUNNING, AgentRun.Status.FAILED)
@@ -56,19 +57,28 @@ def sweep_key(
     *,
     condition: str,
     purpose: str,
-    instances: Sequence[tuple[str, int]],
+    instances: Sequence[Instance],
     samples: int,
     attempts: int,
     budget_tokens: int | None,
     dataset: Dataset | None,
 ) -> str:
-    """What makes two sweeps the same: the model asked (not its prices), the condition and
-    the units' parameters."""
+    """What makes two sweeps the same: the model asked and what it is given (tools, images;
+    not its prices or rate), the condition, the instances as rendered now (a new template
+    version is a new sweep) and the units' limits."""
     body = {
-        "endpoint": [endpoint.name, endpoint.base_url, endpoint.model],
+        "endpoint": [
+            endpoint.name,
+            endpoint.base_url,
+            endpoint.model,
+            endpoint.supports_tools,
+            endpoint.supports_vision,
+        ],
         "condition": condition,
         "purpose": purpose,
-        "instances": sorted([slug, int(seed)] for slug, seed in instances),
+        "instances": sorted(
+            [i.template.slug, i.seed, i.template.version, i.content_hash] for i in instances
+        ),
         "samples": samples,
         "attempts": attempts,
         "budget_tokens": budget_tokens,
@@ -106,7 +116,7 @@ def plan_sweep(
         config,
         condition=condition,
         purpose=purpose,
-        instances=instances,
+        instances=rendered,
         samples=samples,
         attempts=attempts,
         budget_tokens=budget_tokens,
