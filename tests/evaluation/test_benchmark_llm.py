@@ -8,12 +8,14 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation.models import AgentRun, ModelEndpoint
+from evaluation.tasks import run_agent_unit
 from tests.evaluation.grading_fixtures import CHEAP_TEMPLATE, instance, store_calibration
 from tests.evaluation.llm_helpers import scripted_solver
 from tests.llm_server import ScriptedLLM
@@ -120,7 +122,22 @@ def test_a_small_sweep_reports_pass_at_k_writes_files_and_resumes(
         assert {r["stop_reason"] for r in rows} == {"submitted"}
 
         again, err = benchmark(*args[:-1])
+        for run in AgentRun.objects.all():  # a unit delivered again by the broker: left alone
+            assert run_agent_unit.delay(run.pk).get()["status"] == "done"
         assert len(llm.requests) == requests  # nothing ran again
         assert "2 already done or running elsewhere, 0 to run" in err
         assert "sde-binary-palindromes" in again
         assert "50.0%" in again
+
+
+def test_queue_plans_the_sweep_and_hands_its_units_to_the_workers(
+    endpoint: ModelEndpoint, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        _, err = benchmark(
+            "--endpoint", "scripted", "--condition", "C1", "--templates", CHEAP_TEMPLATE,
+            "--instances", "1", "--samples", "3", "--attempts", "2", "--queue",
+        )  # fmt: skip
+    assert "Queued 3 units for the workers." in err
+    assert len(callbacks) == 1  # sent once the sweep is committed
+    assert list(AgentRun.objects.values_list("status", flat=True)) == ["pending"] * 3
