@@ -110,21 +110,21 @@ class AISettings:
 
     @classmethod
     def for_trial(cls, trial: Trial) -> AISettings:
-        """The participant's frozen condition; connection settings come from the arm (they are
-        operations, not part of the condition) unless a snapshot freezes them too."""
+        """The participant's frozen condition, the model endpoint's settings included. Where the
+        endpoint is served and the key's variable are operations, not the condition: they follow
+        the endpoint row while the arm still names it (a moved server, a rotated key)."""
         config, arm = arm_config(trial), trial.arm
+        frozen = config.get("ai_endpoint")
+        endpoint = EndpointConfig.from_json(frozen) if isinstance(frozen, dict) else None
+        live = arm.ai_endpoint
+        if endpoint is not None and live is not None and live.name == endpoint.name:
+            endpoint = replace(endpoint, base_url=live.base_url, api_key_env=live.api_key_env)
         return cls(
             ai_mode=str(config.get("ai_mode", arm.ai_mode)),
-            model=str(config.get("model", arm.model)),
+            model=endpoint.model if endpoint else "",
             token_cap=int(config.get("token_cap", arm.token_cap)),
-            provider="endpoint" if arm.ai_provider == "openai" else arm.ai_provider,
-            endpoint=EndpointConfig(
-                name=f"arm-{arm.pk}",
-                base_url=str(config.get("ai_base_url", arm.ai_base_url)),
-                model=str(config.get("model", arm.model)),
-                api_key_env=str(config.get("ai_api_key_env", arm.ai_api_key_env)),
-                supports_usage=bool(config.get("ai_stream_usage", arm.ai_stream_usage)),
-            ),
+            provider=str(config.get("ai_provider", arm.ai_provider)),
+            endpoint=endpoint,
         )
 
 

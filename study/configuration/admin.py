@@ -47,7 +47,7 @@ class ArmForm(forms.ModelForm):
 
     class Meta:
         model = Arm
-        fields = ("condition", *ARM_FIELDS)
+        fields = ("condition", *ARM_FIELDS, "ai_endpoint")
 
 
 class ArmInline(ScopedChoicesMixin, admin.StackedInline):
@@ -57,7 +57,8 @@ class ArmInline(ScopedChoicesMixin, admin.StackedInline):
     fields = (
         ("condition", "name"),
         ("ai_mode", "ide"),
-        ("time_limit_min", "model", "token_cap"),
+        ("ai_provider", "ai_endpoint"),
+        ("time_limit_min", "token_cap"),
         "submission_channels",
     )
 

@@ -13,17 +13,30 @@ from typing import Any
 
 from django.db import transaction
 
+from evaluation.llm.client import endpoint_config
 from study.models import Arm, ConfigSnapshot, Study
 
+# The arm's own fields a snapshot freezes; ``arm_fields`` adds its model endpoint.
 ARM_FIELDS = (
     "name",
     "ai_mode",
     "ide",
     "time_limit_min",
-    "model",
+    "ai_provider",
     "token_cap",
     "submission_channels",
 )
+
+
+def arm_fields(arm: Arm) -> dict[str, Any]:
+    """An arm's settings as plain JSON: ``ARM_FIELDS``, ``ai_endpoint`` (the endpoint's settings,
+    ``EndpointConfig.to_json()``, or None) and ``model`` (its model id, "" without one)."""
+    endpoint = endpoint_config(arm.ai_endpoint) if arm.ai_endpoint is not None else None
+    return {
+        **{name: getattr(arm, name) for name in ARM_FIELDS},
+        "ai_endpoint": endpoint.to_json() if endpoint else None,
+        "model": endpoint.model if endpoint else "",
+    }
 
 
 def study_config(study: Study) -> dict[str, Any]:
@@ -53,8 +66,7 @@ def study_config(study: Study) -> dict[str, Any]:
         },
         "tracks": sorted(t.code for t in study.tracks.all()),
         "arms": {
-            arm.condition: {name: getattr(arm, name) for name in ARM_FIELDS}
-            for arm in study.arms.all()
+            arm.condition: arm_fields(arm) for arm in study.arms.select_related("ai_endpoint")
         },
         "pool": sorted(
             [e.track.code, e.template_slug, e.difficulty]
@@ -93,4 +105,4 @@ def arm_settings(
 
 
 def frozen_arm(content: Mapping[str, Any] | None, arm: Arm) -> dict[str, Any]:
-    return arm_settings(content, arm.condition, {name: getattr(arm, name) for name in ARM_FIELDS})
+    return arm_settings(content, arm.condition, arm_fields(arm))

@@ -32,7 +32,10 @@ def configuration_problems(study: Study) -> list[str]:
     if "B" in by_letter and not by_letter["B"].has_ai:
         problems.append("Arm B is the AI condition: give it an AI mode other than 'No AI'.")
     for arm in arms:
-        problems.extend(f"Arm {arm.condition}: {problem}" for problem in arm.channel_problems())
+        problems.extend(
+            f"Arm {arm.condition}: {problem}"
+            for problem in arm.channel_problems() + arm.endpoint_problems()
+        )
     needed = study.total_trials
     active = Counter(e.track_id for e in study.pool.filter(active=True))
     for track in tracks:

@@ -99,7 +99,6 @@ def ensure_study(admin: User) -> Study:
             condition="B",
             name="With the AI assistant",
             ai_mode=Arm.AIMode.INLINE_CHAT,
-            model="demo",
         )
         templates = list_templates()
         for track in study.tracks.all():

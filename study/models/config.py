@@ -200,15 +200,15 @@ class Arm(models.Model):
     time_limit_min = models.PositiveSmallIntegerField(
         default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
-    model = models.CharField(max_length=100, blank=True, help_text="LLM model name for AI arms.")
     ai_provider = models.CharField(
         max_length=10,
         choices=[
             ("demo", "Offline demo assistant"),
-            ("openai", "OpenAI-compatible chat completions"),
+            ("endpoint", "A model endpoint"),
         ],
         default="demo",
-        help_text="Where AI requests go. The demo assistant works offline and says it is a demo.",
+        help_text="Where AI requests go. The demo assistant works offline and says it is a demo; "
+        "a model endpoint is a real model (OpenAI-compatible chat completions).",
     )
     ai_endpoint = models.ForeignKey(
         "evaluation.ModelEndpoint",
@@ -216,21 +216,10 @@ class Arm(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The model the assistant uses (configured under Evaluation > Model endpoints).",
-    )
-    ai_base_url = models.URLField(
-        blank=True, help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1"
-    )
-    ai_api_key_env = models.CharField(
-        max_length=60,
-        blank=True,
-        help_text="Name of the environment variable that holds the API key (the key itself is "
-        "never stored in the database).",
-    )
-    ai_stream_usage = models.BooleanField(
-        default=True,
-        help_text="Ask for token usage in streamed replies (stream_options.include_usage); "
-        "turn off for servers that reject it. Without it, tokens are estimated.",
+        help_text="The model the assistant uses when the provider is a model endpoint "
+        "(configured, and tested, under Evaluation > Model endpoints). Participants keep the "
+        "model, flags and prices frozen when they consented; its base URL and key variable "
+        "follow the endpoint.",
     )
     token_cap = models.PositiveIntegerField(
         default=100_000, help_text="Maximum LLM tokens per trial (prompt + completion)."
@@ -257,8 +246,18 @@ class Arm(models.Model):
         return self.ai_mode != self.AIMode.NONE
 
     def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
         if problems := self.channel_problems():
-            raise ValidationError({"submission_channels": problems})
+            errors["submission_channels"] = problems
+        if problems := self.endpoint_problems():
+            errors["ai_endpoint"] = problems
+        if errors:
+            raise ValidationError(errors)
+
+    def endpoint_problems(self) -> list[str]:
+        if self.ai_provider == "endpoint" and self.ai_endpoint_id is None:
+            return ["Choose the model endpoint this arm's assistant uses."]
+        return []
 
     def channel_problems(self) -> list[str]:
         """What is wrong with ``submission_channels``, in words a researcher can act on."""

@@ -14,13 +14,14 @@ from django.test import AsyncRequestFactory, Client
 from django.test.client import Client as ClientType
 from django.utils import timezone
 
+from evaluation.models import ModelEndpoint
 from ide_bridge.ai import budget, gateway
 from ide_bridge.ai import views as views_ai
 from ide_bridge.ai.chat import CHAT_SYSTEM
 from ide_bridge.models import AIRequest, IntegrityFlag
 from study.models import Participant, Study, Trial
 from study.trials.services import start_trial
-from tests.llm_server import Fail, Reply, ScriptedLLM, Text
+from tests.llm_server import Fail, ScriptedLLM, Text
 from tests.study.helpers import assigned, journey_study
 
 pytestmark = [
@@ -300,24 +301,31 @@ def test_ai_endpoints_need_the_csrf_token() -> None:
     assert client.get(f"/ide/ai/{trial.pk}/chat").status_code == 405
 
 
-def test_an_openai_compatible_arm_goes_through_the_gateway_end_to_end(
+def endpoint_arm(llm: ScriptedLLM, model: str = "m", **fields: Any) -> dict[str, Any]:
+    """Arm fields that point the assistant at ``llm`` through a model endpoint."""
+    endpoint = ModelEndpoint.objects.create(
+        name=f"scripted-{ModelEndpoint.objects.count()}",
+        base_url=llm.base_url,
+        model=model,
+        **fields,
+    )
+    return {"ai_provider": "endpoint", "ai_endpoint": endpoint}
+
+
+def test_an_endpoint_arm_goes_through_the_gateway_end_to_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("HAI_TEST_OPENAI_KEY", "sk-e2e-secret")
-    script: list[Reply] = [Text("Hello, world.", usage=(21, 4)), Fail(500, "boom")]
-    with ScriptedLLM(script, model="gpt-test-2024") as llm:
-        _end_to_end(llm)
+    with (
+        ScriptedLLM([Text("Hello, world.", usage=(21, 4))], model="gpt-test-2024") as llm,
+        ScriptedLLM([Fail(500, "boom")]) as moved,
+    ):
+        _end_to_end(llm, moved)
 
 
-def _end_to_end(llm: ScriptedLLM) -> None:
-    client, trial, _ = open_trial(
-        ai_mode="inline_chat",
-        ai_provider="openai",
-        ai_base_url=llm.base_url,
-        ai_api_key_env="HAI_TEST_OPENAI_KEY",
-        model="gpt-test",
-        token_cap=50_000,
-    )
+def _end_to_end(llm: ScriptedLLM, moved: ScriptedLLM) -> None:
+    arm = endpoint_arm(llm, "gpt-test", api_key_env="HAI_TEST_OPENAI_KEY")
+    client, trial, _ = open_trial(ai_mode="inline_chat", token_cap=50_000, **arm)
     response = post(client, trial, "chat", {"message": "Say hello"})
     assert response.status_code == 200, response.content
     assert response.json()["reply"] == "Hello, world."
@@ -330,10 +338,16 @@ def _end_to_end(llm: ScriptedLLM) -> None:
     row = AIRequest.objects.get(trial=trial)
     assert (row.prompt_tokens, row.completion_tokens, row.usage_source) == (21, 4, "provider")
     assert (row.provider, row.model, row.finish_reason) == ("endpoint", "gpt-test-2024", "stop")
+    # The endpoint moves to another server and is given another model: the participant keeps
+    # the model frozen at consent, on the server the endpoint names now.
+    ModelEndpoint.objects.filter(pk=arm["ai_endpoint"].pk).update(
+        base_url=moved.base_url, model="gpt-other"
+    )
     # A failing provider: 502 with its one-sentence message, recorded as an error.
     response = post(client, trial, "complete", {"prefix": "x = ", "suffix": ""})
     assert response.status_code == 502
     assert response.json() == {"error": "The AI provider had an internal error (HTTP 500)."}
+    assert moved.requests[0]["model"] == "gpt-test"
     failed = AIRequest.objects.get(trial=trial, status="error")
     assert "HTTP 500" in failed.error
     assert "sk-e2e-secret" not in failed.error
@@ -348,9 +362,7 @@ def test_a_request_the_browser_abandons_is_still_recorded_and_counted() -> None:
 
 
 def _abandon_a_completion(llm: ScriptedLLM) -> None:
-    _, trial, _ = open_trial(
-        ai_mode="inline", ai_provider="openai", ai_base_url=llm.base_url, model="m"
-    )
+    _, trial, _ = open_trial(ai_mode="inline", **endpoint_arm(llm))
     user = trial.participant.user
     request = AsyncRequestFactory().post(
         f"/ide/ai/{trial.pk}/complete",

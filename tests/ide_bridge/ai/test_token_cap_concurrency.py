@@ -22,7 +22,7 @@ from django.test import Client
 
 from ide_bridge.ai import budget
 from ide_bridge.models import AIRequest, AITokenReservation
-from tests.ide_bridge.ai.test_gateway_http import open_trial, post
+from tests.ide_bridge.ai.test_gateway_http import endpoint_arm, open_trial, post
 from tests.llm_server import ScriptedLLM, Text
 
 pytestmark = [
@@ -84,15 +84,9 @@ def _chat_in_parallel(client: Client, trial: Any) -> tuple[list[Any], list[BaseE
 def test_parallel_requests_at_85_percent_of_the_cap_never_spend_more_than_the_cap(
     talker: ScriptedLLM,
 ) -> None:
-    client, trial, _ = open_trial(
-        ai_mode="chat",
-        ai_provider="openai",
-        ai_base_url=talker.base_url,
-        model="m",
-        token_cap=CAP,
-    )
+    client, trial, _ = open_trial(ai_mode="chat", token_cap=CAP, **endpoint_arm(talker))
     AIRequest.objects.create(
-        trial=trial, kind="chat", provider="openai", prompt_tokens=CAP * 85 // 100
+        trial=trial, kind="chat", provider="endpoint", prompt_tokens=CAP * 85 // 100
     )
 
     responses, errors = _chat_in_parallel(client, trial)

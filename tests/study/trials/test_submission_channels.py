@@ -137,6 +137,7 @@ def test_a_feedback_only_arm_may_allow_only_the_editor_and_the_snapshot_freezes_
         "name": arm.name,
         "ai_mode": "feedback",
         "ide": "browser",
+        "ai_provider": "demo",
         "time_limit_min": 60,
         "token_cap": 1000,
         "submission_channels": ["editor", "script"],
