@@ -230,18 +230,31 @@ def sweep_results(sweep: Sweep) -> dict[str, Any]:
     }
 
 
-def progress(sweep: Sweep) -> dict[str, int]:
-    """Counts of the sweep's runs by status, the passed ones and the tokens so far (one query).
-    ``done`` counts every finished run, ``failed`` (platform failures) included."""
+def progress_counts(prefix: str = "") -> dict[str, Any]:
+    """Aggregates of runs by status, passed ones and tokens, over the relation ``prefix``
+    (``"runs__"`` to annotate sweeps). ``done`` counts every finished run, ``failed``
+    (platform failures) included."""
     status = AgentRun.Status
-    figures = sweep.runs.aggregate(
-        total=Count("pk"),
-        done=Count("pk", filter=Q(status__in=[status.DONE, status.FAILED])),
-        failed=Count("pk", filter=Q(status=status.FAILED)),
-        running=Count("pk", filter=Q(status=status.RUNNING)),
-        passed=Count("pk", filter=Q(status=status.DONE, evaluation__report__overall_pass=True)),
-        tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
-    )
+
+    def where(**lookups: Any) -> Q:
+        return Q(**{f"{prefix}{key}": value for key, value in lookups.items()})
+
+    pk = f"{prefix}pk"
+    return {
+        "total": Count(pk),
+        "done": Count(pk, filter=where(status__in=[status.DONE, status.FAILED])),
+        "failed": Count(pk, filter=where(status=status.FAILED)),
+        "running": Count(pk, filter=where(status=status.RUNNING)),
+        "passed": Count(
+            pk, filter=where(status=status.DONE, evaluation__report__overall_pass=True)
+        ),
+        "tokens": Sum(F(f"{prefix}prompt_tokens") + F(f"{prefix}completion_tokens")),
+    }
+
+
+def progress(sweep: Sweep) -> dict[str, int]:
+    """The sweep's progress counts (one query)."""
+    figures = sweep.runs.aggregate(**progress_counts())
     return {name: int(value or 0) for name, value in figures.items()}
 
 

@@ -31,7 +31,7 @@ from evaluation.llm.leaderboard import (
     pass_text,
     sections,
 )
-from evaluation.llm.results import KS, progress, sweep_results
+from evaluation.llm.results import KS, progress, progress_counts, sweep_results
 from evaluation.models import AgentRun, Dataset, Intervention, Sweep
 from study.access import (
     get_agent_run_for_researcher,
@@ -74,8 +74,15 @@ def _percent(value: float | None) -> str:
 @needs("evaluation.view_sweep")
 @require_GET
 def sweep_list(request: HttpRequest) -> HttpResponse:
-    sweeps = list(sweeps_for_researcher(request.user).select_related("endpoint", "dataset")[:100])
-    rows = [{"sweep": s, "progress": progress(s)} for s in sweeps]
+    sweeps = (
+        sweeps_for_researcher(request.user)
+        .select_related("endpoint", "dataset")
+        .annotate(**progress_counts("runs__"))
+        .order_by("-created_at")[:100]
+    )
+    rows = [
+        {"sweep": s, "progress": {k: getattr(s, k) or 0 for k in progress_counts()}} for s in sweeps
+    ]
     context = {"rows": rows, "can_start": request.user.has_perm("evaluation.add_sweep")}
     return render(request, "study/benchmarks/list.html", context)
 
@@ -126,7 +133,18 @@ def _result_lines(results: dict[str, Any]) -> list[dict[str, Any]]:
 @require_GET
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = get_sweep_for_researcher(request.user, sweep_id)
-    runs = sweep.runs.select_related("instance__template", "evaluation").order_by("pk")[:1000]
+    runs = sweep.runs.order_by("pk").values(
+        "pk",
+        "instance__template__slug",
+        "instance__seed",
+        "sample",
+        "status",
+        "stop_reason",
+        "attempts_used",
+        "prompt_tokens",
+        "completion_tokens",
+        "evaluation__report__overall_pass",
+    )[:1000]
     context = {
         "sweep": sweep,
         "progress": progress(sweep),
