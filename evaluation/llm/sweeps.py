@@ -18,7 +18,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -128,6 +128,15 @@ def runnable_units(sweep: Sweep, *, stale_after_s: int = STALE_AFTER_S) -> list[
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+def release_units(run_ids: Sequence[int], *, claimed_since: datetime) -> int:
+    """Put back to pending the runs of ``run_ids`` claimed since ``claimed_since`` and still
+    running (this process was interrupted): running the sweep again takes them at once
+    instead of waiting for them to turn stale."""
+    return AgentRun.objects.filter(
+        pk__in=list(run_ids), status=AgentRun.Status.RUNNING, started_at__gte=claimed_since
+    ).update(status=AgentRun.Status.PENDING, started_at=None)
 
 
 def enqueue_units(run_ids: Sequence[int]) -> None:

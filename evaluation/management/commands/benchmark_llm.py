@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
+from django.utils import timezone
 
 from evaluation.llm.results import KS, progress, runs_csv, sweep_results
 from evaluation.llm.sweeps import (
@@ -27,6 +28,7 @@ from evaluation.llm.sweeps import (
     check_key,
     enqueue_units,
     parse_templates,
+    release_units,
     run_locally,
     runnable_units,
     sweep_instances,
@@ -202,7 +204,15 @@ class Command(BaseCommand):
                 self.stderr, now["total"], now["total"] - len(todo), now["passed"],
                 now["tokens"],
             )  # fmt: skip
-            run_locally(todo, jobs=jobs or 1, on_done=bar.update)
+            started = timezone.now()
+            try:
+                run_locally(todo, jobs=jobs or 1, on_done=bar.update)
+            except KeyboardInterrupt:
+                released = release_units(todo, claimed_since=started)
+                raise CommandError(
+                    f"Interrupted: {released} unit(s) in progress were put back; run the same "
+                    "command again to resume."
+                ) from None
         self._report(sweep, options)
 
     def _report(self, sweep: Sweep, options: dict[str, Any]) -> None:
