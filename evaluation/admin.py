@@ -1,6 +1,8 @@
 """Admin pages for the engine: templates, instances, calibrations, submissions, evaluations.
 
-All read-only: these rows are evidence of what was graded and how.
+All read-only: these rows are evidence of what was graded and how. The LLM arm's pages (model
+endpoints, editable, and its records) are in ``evaluation.llm.admin``, imported here so that
+the admin's autodiscovery registers them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from evaluation.llm import admin as llm_admin
 from evaluation.models import Calibration, Evaluation, Submission, TaskInstance, TaskTemplate
+
+__all__ = ["llm_admin"]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

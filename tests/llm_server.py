@@ -48,7 +48,12 @@ DEFAULT_USAGE = (100, 10)
 
 
 @dataclass(frozen=True)
-class Text:
+class Reply:
+    """What the server answers to one request (one of the four kinds below)."""
+
+
+@dataclass(frozen=True)
+class Text(Reply):
     text: str | Sequence[str]
     usage: tuple[int, int] | None = DEFAULT_USAGE
     cached: int = 0
@@ -57,27 +62,26 @@ class Text:
 
 
 @dataclass(frozen=True)
-class Tools:
+class Tools(Reply):
     calls: Sequence[tuple[str, dict[str, Any] | str]]
     text: str = ""
     usage: tuple[int, int] | None = DEFAULT_USAGE
 
 
 @dataclass(frozen=True)
-class Fail:
+class Fail(Reply):
     status: int
     message: str
     retry_after: float | None = None
 
 
 @dataclass(frozen=True)
-class Cut:
+class Cut(Reply):
     text_before_cut: str
     error: str | None = None
 
 
 Answer = Text | Tools | Cut
-Reply = Answer | Fail
 Script = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
 
 
@@ -243,6 +247,8 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 return self._send(404, json.dumps({"error": {"message": "no such route"}}))
             auth = self.headers.get("Authorization", "")
             reply = llm.reply_to(body, auth, self.path)
+            if not isinstance(reply, Text | Tools | Cut | Fail):
+                raise TypeError(f"not a reply: {reply!r}")
             if isinstance(reply, Fail):
                 retry = (
                     {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}

@@ -65,6 +65,12 @@ RESEARCHER_PERMISSIONS: tuple[str, ...] = (
     ),
     *(f"evaluation.{verb}_{model}" for verb in ("view", "add") for model in ("intervention",)),
     "evaluation.add_sweep",
+    # Model endpoints (evaluation admin): configure them and test their connection.
+    "evaluation.add_modelendpoint",
+    "evaluation.change_modelendpoint",
+    # Template validation results (read-only admin pages).
+    "evaluation.view_templatevalidation",
+    "evaluation.view_templatestatus",
 )
 # Deliberately NOT here: reading the vault ("study.view_vault", contact and compensation data)
 # and the audit log ("study.view_auditevent"); give those to the study coordinator only.

@@ -28,7 +28,21 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.models import Calibration, Evaluation, TaskInstance, TaskTemplate
+from evaluation.models import (
+    AgentRequest,
+    AgentRun,
+    Calibration,
+    Dataset,
+    Evaluation,
+    ExpertRating,
+    Intervention,
+    ModelEndpoint,
+    Sweep,
+    TaskInstance,
+    TaskTemplate,
+    TemplateStatus,
+    TemplateValidation,
+)
 from ide_bridge.models import IntegrityFlag, TrialEvent
 from study.audit.withdrawal import withdraw_participant
 from study.models import (
@@ -54,6 +68,16 @@ SHARED: dict[type[Model], str] = {
     TaskInstance: "generated task texts, shared by every trial with the same seed",
     Calibration: "per grading host",
     AuditEvent: "one hash chain for the platform; study.view_auditevent is the coordinator's",
+    # The LLM arm knows nothing about participants (evaluation/): models, not people.
+    ModelEndpoint: "model endpoints serve every study and the LLM arm",
+    Dataset: "static datasets of the task bank",
+    Sweep: "LLM sweeps",
+    AgentRun: "LLM sweeps",
+    AgentRequest: "LLM sweeps",
+    Intervention: "LLM sweeps",
+    TemplateValidation: "validation of the task bank",
+    TemplateStatus: "validation of the task bank",
+    ExpertRating: "expert review of the task bank",
 }
 
 pytestmark = [pytest.mark.usefixtures("fresh_cache"), pytest.mark.timeout(240)]
