@@ -20,6 +20,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='study',
             name='allow_unvalidated_templates',
-            field=models.BooleanField(default=False, help_text="Off (the default): the task pool may hold only templates whose current version passed validation (manage.py validate_templates), and recruitment cannot open otherwise. On: unvalidated templates are allowed too, for pilots; results are then not the paper's evidence. Rejected and compromised templates are never allowed."),
+            field=models.BooleanField(default=False, help_text="Off (the default): recruitment opens only when the current version of every active task-pool template passed validation (manage.py validate_templates). On: unvalidated templates are allowed too, for pilots; their results are not the paper's evidence. Rejected and compromised templates are never allowed."),
         ),
     ]

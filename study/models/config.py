@@ -95,10 +95,10 @@ class Study(models.Model):
     )
     allow_unvalidated_templates = models.BooleanField(
         default=False,
-        help_text="Off (the default): the task pool may hold only templates whose current "
-        "version passed validation (manage.py validate_templates), and recruitment cannot open "
-        "otherwise. On: unvalidated templates are allowed too, for pilots; results are then not "
-        "the paper's evidence. Rejected and compromised templates are never allowed.",
+        help_text="Off (the default): recruitment opens only when the current version of every "
+        "active task-pool template passed validation (manage.py validate_templates). On: "
+        "unvalidated templates are allowed too, for pilots; their results are not the paper's "
+        "evidence. Rejected and compromised templates are never allowed.",
     )
     replace_session2_no_shows = models.BooleanField(
         default=True,
