@@ -32,7 +32,7 @@
           }
           done = progress.done;
         }
-      } catch (error) {
+      } catch {
         // Offline for a moment: the next poll tries again.
       }
     }
