@@ -3,7 +3,7 @@
 // the arm again on the server (the browser never talks to a provider and holds no key).
 //
 // Needs: common.js, <aside id="ai-panel" data-ai-mode="chat|inline|inline_chat|feedback"
-//        data-provider="demo|openai" data-trial-id="N">, <meta name="csrf-token">, the page's
+//        data-provider="demo|endpoint" data-trial-id="N">, <meta name="csrf-token">, the page's
 //        workspace-urls JSON (ai_chat, ai_complete, ai_feedback, ai_outcome) and the
 //        document event hai:editor-ready {editor, monaco, trialId, readOnly} (workspace.js).
 // Emits hai:telemetry {kind, data} with the telemetry vocabulary (ide_bridge/telemetry/protocol.py):
