@@ -94,13 +94,14 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         if check.ok:
             messages.success(
                 request,
-                f"{endpoint.name} answered “{check.text.strip()}” in {check.latency_ms} ms, "
-                f"using {check.prompt_tokens} prompt and {check.completion_tokens} completion "
-                f"tokens ({check.usage_source}).",
+                f"Connection test of {endpoint.name}: it answered “{check.text.strip()}” in "
+                f"{check.latency_ms} ms, using {check.prompt_tokens} prompt and "
+                f"{check.completion_tokens} completion tokens ({check.usage_source}).",
             )
         else:
+            after = f" after {check.latency_ms} ms" if check.latency_ms else ""
             messages.error(
-                request, f"{endpoint.name} failed after {check.latency_ms} ms: {check.error}"
+                request, f"Connection test of {endpoint.name} failed{after}: {check.error}"
             )
         return redirect("admin:evaluation_modelendpoint_change", endpoint.pk)
 

@@ -74,12 +74,13 @@ def test_a_researcher_adds_an_endpoint_and_tests_its_connection(
         failed = client.post(check_url, follow=True)
     assert answered.redirect_chain[-1][0].endswith(f"/{endpoint.pk}/change/")
     [success] = messages_of(answered)
-    assert success.startswith("local-gpt answered “ready” in ")
+    assert success.startswith("Connection test of local-gpt: it answered “ready” in ")
     assert success.endswith("ms, using 12 prompt and 1 completion tokens (provider).")
     sent = llm.requests[0]
     assert (sent["model"], sent["max_tokens"], sent["stream"]) == ("gpt-local", 8, True)
     assert llm.authorizations[0] == f"Bearer {KEY}"
     [error] = messages_of(failed)
+    assert error.startswith("Connection test of local-gpt failed after ")
     assert "The AI provider refused the platform's API key (HTTP 401)." in error
     assert "Incorrect API key provided: [redacted]" in error
     for response in (page, answered, failed):
