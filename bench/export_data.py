@@ -44,7 +44,7 @@ def _study() -> Any:
     for code in ("SDE", "MLE", "DS"):
         Track.objects.create(study=study, code=code)
     Arm.objects.create(study=study, condition="A", name="No AI", ai_mode="none")
-    Arm.objects.create(study=study, condition="B", name="AI", ai_mode="inline_chat", model="x")
+    Arm.objects.create(study=study, condition="B", name="AI", ai_mode="inline_chat")
     attach_default_instruments(study)
     study.refresh_from_db()
     for i, (track, difficulty) in enumerate(

@@ -8,202 +8,602 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0003_submission_files'),
+        ("evaluation", "0003_submission_files"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=64, unique=True)),
-                ('per_template', models.PositiveIntegerField()),
-                ('first_seed', models.BigIntegerField()),
-                ('templates', models.JSONField(help_text='slug -> version, content hash, track, difficulty.')),
-                ('instances', models.JSONField(help_text='[{template, version, seed, instance_hash}, ...]')),
-                ('path', models.CharField(blank=True, help_text='Where it was last written.', max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.CharField(max_length=64, unique=True)),
+                ("per_template", models.PositiveIntegerField()),
+                ("first_seed", models.BigIntegerField()),
+                (
+                    "templates",
+                    models.JSONField(help_text="slug -> version, content hash, track, difficulty."),
+                ),
+                (
+                    "instances",
+                    models.JSONField(help_text="[{template, version, seed, instance_hash}, ...]"),
+                ),
+                (
+                    "path",
+                    models.CharField(
+                        blank=True, help_text="Where it was last written.", max_length=500
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ModelEndpoint',
+            name="ModelEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='How sweeps and arms name it.', max_length=100, unique=True)),
-                ('base_url', models.URLField(help_text='OpenAI-compatible API base, e.g. https://api.openai.com/v1 (requests go to BASE/chat/completions).')),
-                ('model', models.CharField(help_text='The model id sent with every request.', max_length=200)),
-                ('api_key_env', models.CharField(blank=True, help_text='Name of the environment variable that holds the API key; the key itself is never stored. Empty for local servers that need none.', max_length=60)),
-                ('supports_tools', models.BooleanField(default=True, help_text='The server accepts `tools` and answers with tool calls. Without it the agent works from fenced code blocks in plain replies.')),
-                ('supports_usage', models.BooleanField(default=True, help_text='Ask for token usage in streamed replies (stream_options.include_usage); turn off for servers that reject it. Without it, tokens are estimated and marked so.')),
-                ('supports_vision', models.BooleanField(default=False, help_text="The model takes images: the agent gets the task's diagrams and images as data URLs. Without it, it gets neither the pictures nor their source.")),
-                ('price_input_per_mtok', models.DecimalField(decimal_places=4, default=Decimal('0'), help_text='Price per million prompt tokens (any currency; cost figures use it).', max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
-                ('price_output_per_mtok', models.DecimalField(decimal_places=4, default=Decimal('0'), help_text='Price per million completion tokens.', max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
-                ('requests_per_minute', models.PositiveIntegerField(default=0, help_text='At most this many requests a minute from one process (0: no limit). A sweep with --jobs J gives each process a J-th of it.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.SlugField(
+                        help_text="How sweeps and arms name it.", max_length=100, unique=True
+                    ),
+                ),
+                (
+                    "base_url",
+                    models.URLField(
+                        help_text="OpenAI-compatible API base, e.g. https://api.openai.com/v1 (requests go to BASE/chat/completions)."
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(
+                        help_text="The model id sent with every request.", max_length=200
+                    ),
+                ),
+                (
+                    "api_key_env",
+                    models.CharField(
+                        blank=True,
+                        help_text="Name of the environment variable that holds the API key; the key itself is never stored. Empty for local servers that need none.",
+                        max_length=60,
+                    ),
+                ),
+                (
+                    "supports_tools",
+                    models.BooleanField(
+                        default=True,
+                        help_text="The server accepts `tools` and answers with tool calls. Without it the agent works from fenced code blocks in plain replies.",
+                    ),
+                ),
+                (
+                    "supports_usage",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Ask for token usage in streamed replies (stream_options.include_usage); turn off for servers that reject it. Without it, tokens are estimated and marked so.",
+                    ),
+                ),
+                (
+                    "supports_vision",
+                    models.BooleanField(
+                        default=False,
+                        help_text="The model takes images: the agent gets the task's diagrams and images as data URLs. Without it, it gets neither the pictures nor their source.",
+                    ),
+                ),
+                (
+                    "price_input_per_mtok",
+                    models.DecimalField(
+                        decimal_places=4,
+                        default=Decimal("0"),
+                        help_text="Price per million prompt tokens (any currency; cost figures use it).",
+                        max_digits=10,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                    ),
+                ),
+                (
+                    "price_output_per_mtok",
+                    models.DecimalField(
+                        decimal_places=4,
+                        default=Decimal("0"),
+                        help_text="Price per million completion tokens.",
+                        max_digits=10,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                    ),
+                ),
+                (
+                    "requests_per_minute",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="At most this many requests a minute from one process (0: no limit). A sweep with --jobs J gives each process a J-th of it.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AgentRun',
+            name="AgentRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('sample', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('stop_reason', models.CharField(blank=True, help_text='submitted, attempts, budget, context, provider_error, no_code.', max_length=20)),
-                ('attempts_used', models.PositiveIntegerField(default=0, help_text="Visible-test runs of the agent's files (what --attempts bounds).")),
-                ('model_requests', models.PositiveIntegerField(default=0, help_text='Model requests made.')),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('cached_tokens', models.PositiveIntegerField(default=0)),
-                ('cost', models.DecimalField(decimal_places=6, default=Decimal('0'), max_digits=12)),
-                ('files', models.JSONField(default=dict, help_text='The editable files the agent left.')),
-                ('duration_s', models.FloatField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('evaluation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluation.evaluation')),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='agent_runs', to='evaluation.taskinstance')),
-                ('submission', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluation.submission')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("sample", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "stop_reason",
+                    models.CharField(
+                        blank=True,
+                        help_text="submitted, attempts, budget, context, provider_error, no_code.",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "attempts_used",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Visible-test runs of the agent's files (what --attempts bounds).",
+                    ),
+                ),
+                (
+                    "model_requests",
+                    models.PositiveIntegerField(default=0, help_text="Model requests made."),
+                ),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("cached_tokens", models.PositiveIntegerField(default=0)),
+                (
+                    "cost",
+                    models.DecimalField(decimal_places=6, default=Decimal("0"), max_digits=12),
+                ),
+                (
+                    "files",
+                    models.JSONField(default=dict, help_text="The editable files the agent left."),
+                ),
+                ("duration_s", models.FloatField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "evaluation",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evaluation.evaluation",
+                    ),
+                ),
+                (
+                    "instance",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="agent_runs",
+                        to="evaluation.taskinstance",
+                    ),
+                ),
+                (
+                    "submission",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evaluation.submission",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['sweep', 'instance', 'sample'],
+                "ordering": ["sweep", "instance", "sample"],
             },
         ),
         migrations.CreateModel(
-            name='Intervention',
+            name="Intervention",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('category', models.CharField(choices=[('environment', 'Environment or command invocation'), ('dependency', 'Missing declared dependency'), ('permissions', 'File or directory permissions'), ('ports', 'Port or basic network configuration'), ('env_vars', 'Missing or incorrect environment variable')], max_length=12)),
-                ('source', models.CharField(choices=[('catalogue', 'Catalogue'), ('manual', 'Manual')], max_length=10)),
-                ('pattern', models.CharField(blank=True, help_text='The catalogue entry.', max_length=100)),
-                ('message', models.TextField(help_text='What the model was told.')),
-                ('delivered_at', models.DateTimeField(blank=True, help_text='When the harness gave it to the model.', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='interventions', to='evaluation.agentrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[
+                            ("environment", "Environment or command invocation"),
+                            ("dependency", "Missing declared dependency"),
+                            ("permissions", "File or directory permissions"),
+                            ("ports", "Port or basic network configuration"),
+                            ("env_vars", "Missing or incorrect environment variable"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("catalogue", "Catalogue"), ("manual", "Manual")], max_length=10
+                    ),
+                ),
+                (
+                    "pattern",
+                    models.CharField(blank=True, help_text="The catalogue entry.", max_length=100),
+                ),
+                ("message", models.TextField(help_text="What the model was told.")),
+                (
+                    "delivered_at",
+                    models.DateTimeField(
+                        blank=True, help_text="When the harness gave it to the model.", null=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="interventions",
+                        to="evaluation.agentrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'created_at'],
+                "ordering": ["run", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Sweep',
+            name="Sweep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(help_text='sha256 of what defines the sweep; running the same sweep again resumes it.', max_length=64, unique=True)),
-                ('endpoint_settings', models.JSONField(help_text="The endpoint's settings when it started.")),
-                ('condition', models.CharField(choices=[('C0', 'C0: autonomous'), ('C1', 'C1: minimally intervened')], max_length=2)),
-                ('purpose', models.CharField(choices=[('benchmark', 'Benchmark'), ('validation', 'Validation')], default='benchmark', max_length=10)),
-                ('templates', models.JSONField(help_text='slug -> template version.')),
-                ('samples', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('attempts', models.PositiveIntegerField(help_text='Model requests allowed per run.', validators=[django.core.validators.MinValueValidator(1)])),
-                ('budget_tokens', models.PositiveIntegerField(blank=True, help_text='Tokens (prompt + completion) allowed per run.', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='sweeps', to='evaluation.dataset')),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sweeps', to='evaluation.modelendpoint')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.CharField(
+                        help_text="sha256 of what defines the sweep; running the same sweep again resumes it.",
+                        max_length=64,
+                        unique=True,
+                    ),
+                ),
+                (
+                    "endpoint_settings",
+                    models.JSONField(help_text="The endpoint's settings when it started."),
+                ),
+                (
+                    "condition",
+                    models.CharField(
+                        choices=[("C0", "C0: autonomous"), ("C1", "C1: minimally intervened")],
+                        max_length=2,
+                    ),
+                ),
+                (
+                    "purpose",
+                    models.CharField(
+                        choices=[("benchmark", "Benchmark"), ("validation", "Validation")],
+                        default="benchmark",
+                        max_length=10,
+                    ),
+                ),
+                ("templates", models.JSONField(help_text="slug -> template version.")),
+                (
+                    "samples",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveIntegerField(
+                        help_text="Model requests allowed per run.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "budget_tokens",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Tokens (prompt + completion) allowed per run.",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="sweeps",
+                        to="evaluation.dataset",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="sweeps",
+                        to="evaluation.modelendpoint",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='agentrun',
-            name='sweep',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='evaluation.sweep'),
+            model_name="agentrun",
+            name="sweep",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="runs",
+                to="evaluation.sweep",
+            ),
         ),
         migrations.CreateModel(
-            name='TemplateValidation',
+            name="TemplateValidation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('endpoint_settings', models.JSONField(help_text="The endpoint's settings when it ran.")),
-                ('role', models.CharField(choices=[('baseline', 'Fidelity (baseline model)'), ('generalisation', 'Generalisation (other model)')], max_length=14)),
-                ('instances', models.PositiveIntegerField()),
-                ('passed', models.PositiveIntegerField()),
-                ('threshold', models.FloatField(help_text='Highest pass rate that keeps the template.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluation.modelendpoint')),
-                ('sweep', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='validations', to='evaluation.sweep')),
-                ('template', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='validations', to='evaluation.tasktemplate')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "endpoint_settings",
+                    models.JSONField(help_text="The endpoint's settings when it ran."),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("baseline", "Fidelity (baseline model)"),
+                            ("generalisation", "Generalisation (other model)"),
+                        ],
+                        max_length=14,
+                    ),
+                ),
+                ("instances", models.PositiveIntegerField()),
+                ("passed", models.PositiveIntegerField()),
+                (
+                    "threshold",
+                    models.FloatField(help_text="Highest pass rate that keeps the template."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evaluation.modelendpoint",
+                    ),
+                ),
+                (
+                    "sweep",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="validations",
+                        to="evaluation.sweep",
+                    ),
+                ),
+                (
+                    "template",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="validations",
+                        to="evaluation.tasktemplate",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='TemplateStatus',
+            name="TemplateStatus",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100)),
-                ('version', models.CharField(max_length=32)),
-                ('status', models.CharField(choices=[('unvalidated', 'Unvalidated'), ('accepted', 'Accepted'), ('rejected', 'Rejected'), ('compromised', 'Compromised')], max_length=12)),
-                ('reason', models.TextField(blank=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evaluation.templatevalidation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=100)),
+                ("version", models.CharField(max_length=32)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("unvalidated", "Unvalidated"),
+                            ("accepted", "Accepted"),
+                            ("rejected", "Rejected"),
+                            ("compromised", "Compromised"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="evaluation.templatevalidation",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'template statuses',
-                'ordering': ['slug', 'version'],
+                "verbose_name_plural": "template statuses",
+                "ordering": ["slug", "version"],
             },
         ),
         migrations.CreateModel(
-            name='AgentRequest',
+            name="AgentRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('ok', 'Ok'), ('error', 'Error')], max_length=6)),
-                ('messages', models.JSONField(help_text='The messages added since the previous request.')),
-                ('reply', models.TextField(blank=True)),
-                ('tool_calls', models.JSONField(default=list)),
-                ('actions', models.JSONField(default=list, help_text='What the harness did with the reply.')),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('cached_tokens', models.PositiveIntegerField(default=0)),
-                ('usage_source', models.CharField(blank=True, max_length=10)),
-                ('finish_reason', models.CharField(blank=True, max_length=30)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('retries', models.PositiveSmallIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='requests', to='evaluation.agentrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(choices=[("ok", "Ok"), ("error", "Error")], max_length=6),
+                ),
+                (
+                    "messages",
+                    models.JSONField(help_text="The messages added since the previous request."),
+                ),
+                ("reply", models.TextField(blank=True)),
+                ("tool_calls", models.JSONField(default=list)),
+                (
+                    "actions",
+                    models.JSONField(
+                        default=list, help_text="What the harness did with the reply."
+                    ),
+                ),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("cached_tokens", models.PositiveIntegerField(default=0)),
+                ("usage_source", models.CharField(blank=True, max_length=10)),
+                ("finish_reason", models.CharField(blank=True, max_length=30)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                ("retries", models.PositiveSmallIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="requests",
+                        to="evaluation.agentrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'index'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'index'), name='uniq_agent_request_index')],
+                "ordering": ["run", "index"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "index"), name="uniq_agent_request_index"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ExpertRating',
+            name="ExpertRating",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('criterion', models.CharField(choices=[('requirement_clarity', 'Requirement clarity'), ('code_framework', 'Code framework correctness'), ('difficulty', 'Difficulty consistency'), ('collaboration', 'Collaboration-necessary characteristics')], max_length=20)),
-                ('passed', models.BooleanField()),
-                ('comment', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='ratings', to='evaluation.taskinstance')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "criterion",
+                    models.CharField(
+                        choices=[
+                            ("requirement_clarity", "Requirement clarity"),
+                            ("code_framework", "Code framework correctness"),
+                            ("difficulty", "Difficulty consistency"),
+                            ("collaboration", "Collaboration-necessary characteristics"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("passed", models.BooleanField()),
+                ("comment", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "instance",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="ratings",
+                        to="evaluation.taskinstance",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['instance', 'criterion'],
-                'constraints': [models.UniqueConstraint(fields=('instance', 'reviewer', 'criterion'), name='uniq_expert_rating')],
+                "ordering": ["instance", "criterion"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("instance", "reviewer", "criterion"), name="uniq_expert_rating"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='agentrun',
-            constraint=models.UniqueConstraint(fields=('sweep', 'instance', 'sample'), name='uniq_agent_run_unit'),
+            model_name="agentrun",
+            constraint=models.UniqueConstraint(
+                fields=("sweep", "instance", "sample"), name="uniq_agent_run_unit"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='templatestatus',
-            constraint=models.UniqueConstraint(fields=('slug', 'version'), name='uniq_template_status'),
+            model_name="templatestatus",
+            constraint=models.UniqueConstraint(
+                fields=("slug", "version"), name="uniq_template_status"
+            ),
         ),
     ]

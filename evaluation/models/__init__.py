@@ -1,6 +1,8 @@
 """The engine's tables: grading (``engine``), the LLM arm (``llm``), template validation
 (``validation``). Nothing here refers to participants."""
 
+from __future__ import annotations
+
 from evaluation.models.engine import (
     Calibration,
     Evaluation,

@@ -214,6 +214,9 @@ class AgentRequest(models.Model):
         ]
         ordering = ["run", "index"]
 
+    def __str__(self) -> str:
+        return f"request {self.index} of run {self.run_id} ({self.status})"
+
 
 class Intervention(models.Model):
     """A C1 fix of a procedural failure (the paper's appendix G), never of the logic."""

@@ -30,6 +30,9 @@ class TemplateValidation(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
+    def __str__(self) -> str:
+        return f"{self.template} on {self.endpoint.name}: {self.passed}/{self.instances}"
+
     @property
     def rate(self) -> float:
         return self.passed / self.instances if self.instances else 0.0
@@ -37,9 +40,6 @@ class TemplateValidation(models.Model):
     @property
     def within(self) -> bool:
         return self.rate <= self.threshold
-
-    def __str__(self) -> str:
-        return f"{self.template} on {self.endpoint.name}: {self.passed}/{self.instances}"
 
 
 class TemplateStatus(models.Model):
@@ -82,7 +82,9 @@ class ExpertRating(models.Model):
         COLLABORATION = "collaboration", "Collaboration-necessary characteristics"
 
     instance = models.ForeignKey(TaskInstance, on_delete=models.PROTECT, related_name="ratings")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
     criterion = models.CharField(max_length=20, choices=Criterion.choices)
     passed = models.BooleanField()
     comment = models.TextField(blank=True)
@@ -96,3 +98,6 @@ class ExpertRating(models.Model):
             )
         ]
         ordering = ["instance", "criterion"]
+
+    def __str__(self) -> str:
+        return f"{self.criterion} of {self.instance}: {'pass' if self.passed else 'fail'}"

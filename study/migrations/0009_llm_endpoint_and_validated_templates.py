@@ -5,21 +5,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0004_llm_arm'),
-        ('study', '0008_trial_draft_files'),
+        ("evaluation", "0004_llm_arm"),
+        ("study", "0008_trial_draft_files"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='arm',
-            name='ai_endpoint',
-            field=models.ForeignKey(blank=True, help_text='The model the assistant uses (configured under Evaluation > Model endpoints).', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluation.modelendpoint'),
+            model_name="arm",
+            name="ai_endpoint",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The model the assistant uses (configured under Evaluation > Model endpoints).",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="evaluation.modelendpoint",
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='allow_unvalidated_templates',
-            field=models.BooleanField(default=False, help_text="Off (the default): recruitment opens only when the current version of every active task-pool template passed validation (manage.py validate_templates). On: unvalidated templates are allowed too, for pilots; their results are not the paper's evidence. Rejected and compromised templates are never allowed."),
+            model_name="study",
+            name="allow_unvalidated_templates",
+            field=models.BooleanField(
+                default=False,
+                help_text="Off (the default): recruitment opens only when the current version of every active task-pool template passed validation (manage.py validate_templates). On: unvalidated templates are allowed too, for pilots; their results are not the paper's evidence. Rejected and compromised templates are never allowed.",
+            ),
         ),
     ]

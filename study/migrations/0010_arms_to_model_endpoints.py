@@ -46,8 +46,8 @@ class Migration(migrations.Migration):
     to alter a table in the transaction that just wrote its foreign keys."""
 
     dependencies = [
-        ('evaluation', '0004_llm_arm'),
-        ('study', '0009_llm_endpoint_and_validated_templates'),
+        ("evaluation", "0004_llm_arm"),
+        ("study", "0009_llm_endpoint_and_validated_templates"),
     ]
 
     operations = [

@@ -5,36 +5,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('study', '0010_arms_to_model_endpoints'),
+        ("study", "0010_arms_to_model_endpoints"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='arm',
-            name='ai_api_key_env',
+            model_name="arm",
+            name="ai_api_key_env",
         ),
         migrations.RemoveField(
-            model_name='arm',
-            name='ai_base_url',
+            model_name="arm",
+            name="ai_base_url",
         ),
         migrations.RemoveField(
-            model_name='arm',
-            name='ai_stream_usage',
+            model_name="arm",
+            name="ai_stream_usage",
         ),
         migrations.RemoveField(
-            model_name='arm',
-            name='model',
+            model_name="arm",
+            name="model",
         ),
         migrations.AlterField(
-            model_name='arm',
-            name='ai_endpoint',
-            field=models.ForeignKey(blank=True, help_text='The model the assistant uses when the provider is a model endpoint (configured, and tested, under Evaluation > Model endpoints). Participants keep the model, flags and prices frozen when they consented; its base URL and key variable follow the endpoint.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluation.modelendpoint'),
+            model_name="arm",
+            name="ai_endpoint",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The model the assistant uses when the provider is a model endpoint (configured, and tested, under Evaluation > Model endpoints). Participants keep the model, flags and prices frozen when they consented; its base URL and key variable follow the endpoint.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="evaluation.modelendpoint",
+            ),
         ),
         migrations.AlterField(
-            model_name='arm',
-            name='ai_provider',
-            field=models.CharField(choices=[('demo', 'Offline demo assistant'), ('endpoint', 'A model endpoint')], default='demo', help_text='Where AI requests go. The demo assistant works offline and says it is a demo; a model endpoint is a real model (OpenAI-compatible chat completions).', max_length=10),
+            model_name="arm",
+            name="ai_provider",
+            field=models.CharField(
+                choices=[("demo", "Offline demo assistant"), ("endpoint", "A model endpoint")],
+                default="demo",
+                help_text="Where AI requests go. The demo assistant works offline and says it is a demo; a model endpoint is a real model (OpenAI-compatible chat completions).",
+                max_length=10,
+            ),
         ),
     ]

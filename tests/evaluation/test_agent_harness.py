@@ -46,6 +46,13 @@ def _one_run(endpoint: ModelEndpoint, condition: str = "C0", attempts: int = 5) 
     return sweep.runs.get()
 
 
+def _verdict(run: AgentRun) -> bool:
+    """The run's grading verdict (overall pass)."""
+    assert run.evaluation is not None
+    assert run.evaluation.report is not None
+    return bool(run.evaluation.report["overall_pass"])
+
+
 def _solution() -> str:
     return reference_files(instance(), "efficient")["solution.py"]
 
@@ -74,9 +81,7 @@ def test_a_tool_using_agent_reads_writes_tests_and_submits_a_passing_solution(
         run = run_unit(_one_run(_endpoint(llm)).pk)
     assert run.status == AgentRun.Status.DONE, run.error
     assert run.stop_reason == "submitted"
-    assert run.evaluation is not None
-    assert run.evaluation.report is not None
-    assert run.evaluation.report["overall_pass"] is True
+    assert _verdict(run) is True
     assert run.submission is not None
     assert run.submission.source_label.startswith("llm:scripted")
     assert (run.model_requests, run.attempts_used) == (5, 1)
@@ -115,8 +120,7 @@ def test_a_model_without_tools_works_from_code_blocks_and_a_wrong_solution_fails
     assert run.status == AgentRun.Status.DONE, run.error
     assert run.stop_reason == "no_action"
     assert run.files["solution.py"] == wrong
-    assert run.evaluation is not None
-    assert run.evaluation.report["overall_pass"] is False
+    assert _verdict(run) is False
     assert "tools" not in llm.requests[0]
     feedback = llm.requests[1]["messages"][-1]["content"]
     assert feedback.startswith("Wrote solution.py")
@@ -137,8 +141,7 @@ def test_c1_gets_catalogue_and_manual_procedural_notes_and_counts_them(calibrate
         add_manual_intervention(run, "env_vars", "DATA_DIR is set now.", author=None)
         run = run_unit(run.pk)
     assert run.status == AgentRun.Status.DONE, run.error
-    assert run.evaluation is not None
-    assert run.evaluation.report["overall_pass"] is True
+    assert _verdict(run) is True
     notes = {(i.source, i.category, i.pattern) for i in run.interventions.all()}
     assert notes == {
         ("manual", "env_vars", ""),
@@ -198,8 +201,7 @@ def test_provider_trouble_is_retried_recorded_and_resumable(calibrated: None) ->
         run = run_unit(run.pk)
     assert run.status == AgentRun.Status.DONE
     assert run.stop_reason == "context"
-    assert run.evaluation is not None
-    assert run.evaluation.report["overall_pass"] is True
+    assert _verdict(run) is True
     assert run.model_requests == 2
     assert unfinished_runs(sweep) == []
     # A finished unit is left alone.
