@@ -49,7 +49,6 @@ from evaluation.services import (
 from evaluation.spec import Instance
 
 STALE_AFTER_S = 3600  # a run RUNNING this long was abandoned by a crashed worker
-UNFINISHED = (AgentRun.Status.PENDING, AgentRun.Status.RUNNING, AgentRun.Status.FAILED)
 
 
 def sweep_key(
@@ -148,11 +147,6 @@ def plan_sweep(
         ]
     AgentRun.objects.bulk_create(new, ignore_conflicts=True)
     return sweep
-
-
-def unfinished_runs(sweep: Sweep) -> list[int]:
-    """Ids of the runs a resumed sweep still has to do, in order."""
-    return list(sweep.runs.filter(status__in=UNFINISHED).values_list("pk", flat=True))
 
 
 def claim_run(run_id: int) -> bool:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from evaluation.llm.interventions import InterventionRefused, add_manual_intervention
-from evaluation.llm.units import plan_sweep, run_unit, unfinished_runs
+from evaluation.llm.sweeps import runnable_units
+from evaluation.llm.units import plan_sweep, run_unit
 from evaluation.models import AgentRun, Intervention, ModelEndpoint, Sweep
 from evaluation.submissions import reference_files
 from tests.evaluation.grading_fixtures import CHEAP_TEMPLATE, instance, store_calibration
@@ -192,7 +193,7 @@ def test_provider_trouble_is_retried_recorded_and_resumable(calibrated: None) ->
         assert "not valid JSON" in requests[1].actions[0]["error"]
         assert requests[-1].status == "error"
         sweep = Sweep.objects.get()
-        assert unfinished_runs(sweep) == [run.pk]
+        assert runnable_units(sweep) == [run.pk]
         # Running the sweep again retries the failed unit from the start.
         queue[:] = [
             Tools([("write_file", {"path": "solution.py", "content": _solution()})]),
@@ -203,7 +204,7 @@ def test_provider_trouble_is_retried_recorded_and_resumable(calibrated: None) ->
     assert run.stop_reason == "context"
     assert _verdict(run) is True
     assert run.model_requests == 2
-    assert unfinished_runs(sweep) == []
+    assert runnable_units(sweep) == []
     # A finished unit is left alone.
     assert run_unit(run.pk).evaluation_id == run.evaluation_id
 
