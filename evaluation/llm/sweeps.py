@@ -27,6 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.bank import known_slugs
+from evaluation.llm import workers
 from evaluation.llm.datasets import DatasetError, dataset_instances, find_dataset
 from evaluation.llm.units import STALE_AFTER_S, run_unit
 from evaluation.models import AgentRun, Dataset, ModelEndpoint, Sweep
@@ -162,25 +163,9 @@ def _done(run: AgentRun) -> UnitDone:
     )
 
 
-def _run_one(run_id: int) -> UnitDone:
+def run_one(run_id: int) -> UnitDone:
+    """Run one unit here (``run_unit``) and say how it ended."""
     return _done(run_unit(run_id))
-
-
-def _worker_init(database_name: str) -> None:
-    """A spawned worker: set Django up on the parent's database (a test database in tests)."""
-    import django
-    from django.conf import settings
-
-    django.setup()
-    settings.DATABASES["default"]["NAME"] = database_name
-    connections["default"].settings_dict["NAME"] = database_name
-
-
-def _worker_run(run_id: int) -> UnitDone:
-    try:
-        return _run_one(run_id)
-    finally:
-        connections.close_all()
 
 
 def run_locally(
@@ -198,10 +183,10 @@ def run_locally(
 def _iter_units(run_ids: list[int], jobs: int) -> Iterator[UnitDone]:
     if jobs <= 1 or len(run_ids) <= 1:
         for run_id in run_ids:
-            yield _run_one(run_id)
+            yield run_one(run_id)
         return
     database = str(connections["default"].settings_dict["NAME"])
     connections.close_all()  # nothing open crosses into the workers
     context = multiprocessing.get_context("spawn")
-    with context.Pool(min(jobs, len(run_ids)), _worker_init, (database,)) as pool:
-        yield from pool.imap_unordered(_worker_run, run_ids)
+    with context.Pool(min(jobs, len(run_ids)), workers.init, (database,)) as pool:
+        yield from pool.imap_unordered(workers.run, run_ids)

@@ -141,3 +141,18 @@ def test_queue_plans_the_sweep_and_hands_its_units_to_the_workers(
     assert "Queued 3 units for the workers." in err
     assert len(callbacks) == 1  # sent once the sweep is committed
     assert list(AgentRun.objects.values_list("status", flat=True)) == ["pending"] * 3
+
+
+@pytest.mark.django_db(transaction=True)  # the worker processes read committed rows only
+@pytest.mark.timeout(120)
+def test_jobs_run_the_units_in_worker_processes(endpoint: ModelEndpoint) -> None:
+    store_calibration()
+    with ScriptedLLM(scripted_solver()) as llm:
+        ModelEndpoint.objects.filter(pk=endpoint.pk).update(base_url=llm.base_url)
+        out, err = benchmark(
+            "--endpoint", "scripted", "--condition", "C0", "--templates", CHEAP_TEMPLATE,
+            "--instances", "1", "--samples", "2", "--attempts", "3", "--jobs", "2", "--json",
+        )  # fmt: skip
+    assert "2/2 done, 1 passed" in err
+    assert json.loads(out)["overall"]["c"] == 1
+    assert sorted(AgentRun.objects.values_list("status", flat=True)) == ["done", "done"]
