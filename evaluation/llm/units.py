@@ -5,7 +5,8 @@ parameters give the same ``Sweep`` (its ``key``) and only missing runs are creat
 sweep again resumes it. ``run_unit`` claims a run with a conditional update (two workers never
 both run it; a finished run is left alone), lets the agent work, grades the files the agent
 left through the engine's services — the same grading, report and metrics as a participant's
-submission — and stores everything on the run.
+submission; identical files of the same instance are graded once (``evaluation.llm.grading``) —
+and stores everything on the run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from evaluation.instances import get_instance
 from evaluation.instantiate import canonical_json
 from evaluation.llm.agent import AgentFailure, Limits, Outcome, Step, run_agent, stored_messages
 from evaluation.llm.client import EndpointConfig, endpoint_config
+from evaluation.llm.grading import grade_agent_submission
 from evaluation.llm.interventions import (
     Pattern,
     record_catalogue_intervention,
@@ -40,10 +42,8 @@ from evaluation.models import (
 from evaluation.sandbox.base import Sandbox
 from evaluation.services import (
     GradingUnavailable,
-    claim_evaluation,
     fail_evaluation,
     record_instance,
-    run_evaluation,
     submit_solution,
 )
 from evaluation.spec import Instance
@@ -276,9 +276,8 @@ def run_unit(run_id: int, *, sandbox: Sandbox | None = None) -> AgentRun:
         "evaluation_id": evaluation.pk,
     }
     _store_progress(run_id, outcome, **fields)
-    claim_evaluation(evaluation.pk)
     try:
-        run_evaluation(evaluation.pk, sandbox=sandbox)
+        grade_agent_submission(evaluation.pk, sandbox=sandbox)
     except GradingUnavailable as exc:
         fail_evaluation(evaluation.pk, str(exc))
         return _fail(run_id, f"grading failed: {exc}")

@@ -228,3 +228,29 @@ def test_the_same_sweep_parameters_give_the_same_sweep(calibrated: None) -> None
             samples=1,
             attempts=1,
         )
+
+
+def test_identical_files_of_one_instance_are_graded_once(calibrated: None) -> None:
+    solutions = [_solution(), _solution(), _solution() + "\n# another sample\n"]
+
+    def reply(body: dict[str, Any]) -> Tools:
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return Tools([("submit", {})])
+        return Tools([("write_file", {"path": "solution.py", "content": solutions.pop(0)})])
+
+    with ScriptedLLM(reply) as llm:
+        sweep = plan_sweep(
+            endpoint=_endpoint(llm),
+            condition="C0",
+            instances=[(CHEAP_TEMPLATE, 1)],
+            samples=3,
+            attempts=2,
+        )
+        runs = [run_unit(pk) for pk in sweep.runs.order_by("sample").values_list("pk", flat=True)]
+    reports = [run.evaluation.report for run in runs if run.evaluation]
+    assert [r["overall_pass"] for r in reports] == [True, True, True]
+    assert "reused_from" not in reports[0]
+    assert reports[1]["reused_from"] == runs[0].evaluation_id  # same files: same verdicts
+    assert reports[1]["tests"] == reports[0]["tests"]
+    assert reports[1]["completion_time_s"] == pytest.approx(runs[1].duration_s)
+    assert "reused_from" not in reports[2]  # other files: measured again
