@@ -47,11 +47,15 @@ def _one_run(endpoint: ModelEndpoint, condition: str = "C0", attempts: int = 5) 
     return sweep.runs.get()
 
 
-def _verdict(run: AgentRun) -> bool:
-    """The run's grading verdict (overall pass)."""
+def _report(run: AgentRun) -> dict[str, Any]:
     assert run.evaluation is not None
     assert run.evaluation.report is not None
-    return bool(run.evaluation.report["overall_pass"])
+    return dict(run.evaluation.report)
+
+
+def _verdict(run: AgentRun) -> bool:
+    """The run's grading verdict (overall pass)."""
+    return bool(_report(run)["overall_pass"])
 
 
 def _solution() -> str:
@@ -247,7 +251,7 @@ def test_identical_files_of_one_instance_are_graded_once(calibrated: None) -> No
             attempts=2,
         )
         runs = [run_unit(pk) for pk in sweep.runs.order_by("sample").values_list("pk", flat=True)]
-    reports = [run.evaluation.report for run in runs if run.evaluation]
+    reports = [_report(run) for run in runs]
     assert [r["overall_pass"] for r in reports] == [True, True, True]
     assert "reused_from" not in reports[0]
     assert reports[1]["reused_from"] == runs[0].evaluation_id  # same files: same verdicts
