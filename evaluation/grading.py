@@ -21,7 +21,7 @@ from evaluation.spec import Instance, TestCase
 from evaluation.submissions import BadSubmission, Submitted, check_files, files_sha256
 from evaluation.verdicts import CaseOutcome, Verdict, judge
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 PERF_ROUNDS = 3
 EXTRA_ROUNDS_IF_BORDERLINE = 2
 CANARY_DRIFT_LIMIT = 0.25

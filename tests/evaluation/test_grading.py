@@ -51,7 +51,7 @@ def test_efficient_reference_passes_everything(sandbox: Sandbox) -> None:
     assert report["completion_time_s"] == 1500
     assert report["par_limit_s"] == 3600  # no limit given: an hour
     assert report["tokens"] == 42
-    assert report["schema_version"] == "1.1"
+    assert report["schema_version"] == "1.2"
     assert {t["kind"] for t in report["tests"]} == {"functional", "performance"}
     assert all(t["peak_rss_kib"] > 1000 for t in report["tests"])
 
