@@ -35,6 +35,7 @@ from evaluation.llm.validation import statuses, template_status, validations_of
 from evaluation.models import ExpertRating
 from evaluation.spec import Instance, TemplateSpec
 from study.access import researcher_only
+from study.instance_downloads import participant_file_download
 from study.markdown import render_markdown
 
 VIEW, ADD, CHANGE = (
@@ -199,18 +200,7 @@ def review_file(
     download; hidden tests and references are not files of the participant's workspace."""
     _require(request, VIEW)
     instance = _current_instance(slug, version, seed)
-    if name in instance.participant_files:
-        body: str | bytes = instance.participant_files[name]
-        content_type = "text/plain; charset=utf-8"
-    elif name in instance.images:
-        body, content_type = instance.images[name], "application/octet-stream"
-    else:
-        raise Http404("no such file")
-    response = HttpResponse(body, content_type=content_type)
-    basename = name.rsplit("/", 1)[-1].replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{basename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return participant_file_download(instance, name)
 
 
 @researcher_only

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadedfile import UploadedFile
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.instances import get_instance
 from evaluation.submissions import MAX_FILE_BYTES
 from study.access import get_participant, get_trial_for_participant
+from study.instance_downloads import participant_file_download
 from study.journey.routing import current_step, is_current_trial, step_url
 from study.journey.services import SessionNotOpen
 from study.markdown import render_markdown
@@ -137,18 +138,7 @@ def trial_file(request: HttpRequest, trial_id: int, name: str) -> HttpResponse:
     download; never a hidden file."""
     trial = _own_trial(request, trial_id)
     instance = get_instance(trial.template_slug, trial.seed)
-    if name in instance.participant_files:
-        body: str | bytes = instance.participant_files[name]
-        content_type = "text/plain; charset=utf-8"
-    elif name in instance.images:
-        body, content_type = instance.images[name], "application/octet-stream"
-    else:
-        raise Http404("no such file")
-    response = HttpResponse(body, content_type=content_type)
-    basename = name.rsplit("/", 1)[-1].replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{basename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return participant_file_download(instance, name)
 
 
 @login_required(login_url="/")
