@@ -238,5 +238,11 @@ def test_get_on_every_researcher_page_changes_nothing() -> None:
         f"/ide/telemetry/replay/{trial.pk}/",
         f"/ide/telemetry/replay/{trial.pk}/data.json",
         "/ide/telemetry/flags/",
+        "/study/benchmarks/",
+        "/study/benchmarks/start/",
+        "/study/benchmarks/leaderboard/",
+        "/study/benchmarks/leaderboard.csv",
+        f"/study/benchmarks/studies/{study.slug}/leaderboard/",
+        "/study/reviews/",
     ]
     assert_gets_change_nothing(client, pages)
