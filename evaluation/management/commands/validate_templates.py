@@ -128,12 +128,6 @@ def validate(slug: str, endpoint: ModelEndpoint, role: str, n: int, jobs: int) -
         attempts=1,
         purpose="validation",
     )
-    if sweep.templates.get(slug) != spec.version:
-        row.note = (
-            f"the sweep of these parameters ran version {sweep.templates.get(slug)}, not "
-            f"{spec.version}; its results are not this version's"
-        )
-        return row
     run_locally(runnable_units(sweep), jobs=jobs)
     runs = sweep.runs.select_related("evaluation")
     failed = runs.exclude(status=AgentRun.Status.DONE).count()
