@@ -28,7 +28,13 @@ from evaluation.llm.actions import (
     parse_code_reply,
     parse_tool_call,
 )
-from evaluation.llm.client import ChatResult, EndpointConfig, LLMError, chat_sync
+from evaluation.llm.client import (
+    ChatResult,
+    EndpointConfig,
+    LLMError,
+    chat_sync,
+    estimate_prompt_tokens,
+)
 from evaluation.llm.interventions import Pattern, catalogue_notes
 from evaluation.llm.prompts import system_prompt, task_message
 from evaluation.sandbox.base import Sandbox
@@ -39,6 +45,7 @@ MAX_TOKENS = 4096  # reply length asked for per request
 REQUEST_TIMEOUT_S = 300.0
 IDLE_TURNS = 3  # replies in a row without an action end the run
 FEEDBACK_CHARS = 12_000  # of visible-test output sent back to the model
+PLATFORM_TROUBLE = frozenset({"unavailable", "sandbox_error"})  # visible-test statuses
 
 
 def request_limit(attempts: int) -> int:
@@ -151,8 +158,10 @@ def _step(run: _Run) -> None:
         outcome.stop_reason = "requests"
         return
     max_tokens = MAX_TOKENS
+    tools = TOOLS if run.endpoint.supports_tools else None
     if limits.budget_tokens is not None:
-        left = limits.budget_tokens - outcome.tokens
+        # The prompt counts too: stop before a request whose prompt alone would overshoot.
+        left = limits.budget_tokens - outcome.tokens - estimate_prompt_tokens(run.messages, tools)
         if left <= 0:
             outcome.stop_reason = "budget"
             return
@@ -164,7 +173,7 @@ def _step(run: _Run) -> None:
         result = run.chat(
             run.endpoint,
             run.messages,
-            tools=TOOLS if run.endpoint.supports_tools else None,
+            tools=tools,
             max_tokens=max_tokens,
             timeout=REQUEST_TIMEOUT_S,
         )
@@ -284,9 +293,11 @@ def _plain_reply(run: _Run, step: Step) -> bool:
 
 
 def _visible_tests(run: _Run, action: dict[str, Any]) -> str:
-    run.outcome.attempts_used += 1
     started = time.monotonic()
     result = run_visible_tests(run.instance, run.workspace.files, sandbox=run.sandbox)
+    if result["status"] in PLATFORM_TROUBLE:  # never the model's attempt: the run is retried
+        raise AgentFailure(f"the visible tests could not run: {result['message']}")
+    run.outcome.attempts_used += 1
     action.update(
         {
             "status": result["status"],

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from evaluation.llm.errors import ErrorKind, LLMError, config_error, cut_off, redact, status_error
+from evaluation.llm.keys import key_env_problem
 from evaluation.llm.limits import throttle
 from evaluation.llm.replies import (
     ChatResult,
@@ -272,6 +273,9 @@ def _ms_since(started: float) -> int:
 def _api_key(endpoint: EndpointConfig) -> str:
     if not endpoint.api_key_env:
         return ""  # local servers (vLLM, llamafile) often need none
+    problem = key_env_problem(endpoint.api_key_env)
+    if problem:
+        raise config_error("its API key variable is not allowed", problem)
     key = os.environ.get(endpoint.api_key_env, "")
     if not key:
         raise config_error(

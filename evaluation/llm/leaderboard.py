@@ -68,17 +68,20 @@ def leaderboard(dataset: Dataset | None, *, templates: Collection[str] | None = 
     runs = AgentRun.objects.filter(sweep__in=sweeps)
     if templates is not None:
         runs = runs.filter(instance__template__slug__in=list(templates))
-    groups = list(
-        sweeps.order_by("endpoint__name", "condition")
-        .values_list("endpoint__name", "endpoint__model", "condition")
-        .distinct()
-    )
+    # One column per model x condition x limits: sweeps that gave the agent other attempts or
+    # another budget, or asked another model under the same endpoint name, are not pooled.
+    groups: dict[tuple[str, str, str, int, int | None], list[int]] = {}
+    for sweep in sweeps.select_related("endpoint").order_by("endpoint__name", "condition", "pk"):
+        model = str(sweep.endpoint_settings.get("model") or sweep.endpoint.model)
+        key = (sweep.endpoint.name, model, sweep.condition, sweep.attempts, sweep.budget_tokens)
+        groups.setdefault(key, []).append(sweep.pk)
     columns: list[dict[str, Any]] = []
     outcomes: list[list[RunOutcome]] = []
-    for name, model, condition in groups:
-        found = run_outcomes(runs.filter(sweep__endpoint__name=name, sweep__condition=condition))
+    for (name, model, condition, attempts, budget), sweep_ids in groups.items():
+        found = run_outcomes(runs.filter(sweep_id__in=sweep_ids))
         if not found:
             continue
+        limits = f"{attempts} attempts" + (f", {budget:,} tokens" if budget else "")
         columns.append(
             {
                 "label": f"{name} {condition}",
@@ -86,6 +89,9 @@ def leaderboard(dataset: Dataset | None, *, templates: Collection[str] | None = 
                 "endpoint": name,
                 "model": model,
                 "condition": condition,
+                "attempts": attempts,
+                "budget_tokens": budget,
+                "limits": limits,
             }
         )
         outcomes.append(found)

@@ -5,8 +5,8 @@
 - ``adhoc_endpoint`` records the endpoint of ``--base-url/--model`` once, under a name derived
   from what defines it.
 - ``runnable_units`` lists the runs a resumed sweep still has to do: pending ones, failed ones
-  (the platform's trouble: tried again), and running ones started more than
-  ``units.STALE_AFTER_S`` ago (a crashed process left them; ``run_unit`` claims them again).
+  (the platform's trouble: tried again), and running ones silent for ``units.STALE_AFTER_S``
+  (a crashed process left them; ``run_unit`` claims them again).
 - ``run_locally`` runs units in this process or in J spawned worker processes (no Celery);
   ``enqueue_units`` hands them to the Celery workers (``evaluation.run_agent_unit``).
 """
@@ -18,7 +18,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -29,7 +29,7 @@ from django.utils import timezone
 from evaluation.bank import known_slugs
 from evaluation.llm import workers
 from evaluation.llm.datasets import DatasetError, dataset_instances, find_dataset
-from evaluation.llm.units import STALE_AFTER_S, run_unit
+from evaluation.llm.units import abandoned, run_unit
 from evaluation.models import AgentRun, Dataset, ModelEndpoint, Sweep
 
 MAX_INSTANCES = 1000
@@ -117,14 +117,12 @@ def check_key(endpoint: ModelEndpoint) -> None:
         )
 
 
-def runnable_units(sweep: Sweep, *, stale_after_s: int = STALE_AFTER_S) -> list[int]:
+def runnable_units(sweep: Sweep) -> list[int]:
     """Ids of the runs still to do: pending, failed, or running but abandoned."""
-    stale = timezone.now() - timedelta(seconds=stale_after_s)
     return list(
         sweep.runs.filter(
             Q(status__in=[AgentRun.Status.PENDING, AgentRun.Status.FAILED])
-            | Q(status=AgentRun.Status.RUNNING, started_at__lt=stale)
-            | Q(status=AgentRun.Status.RUNNING, started_at__isnull=True)
+            | abandoned(timezone.now())
         )
         .order_by("pk")
         .values_list("pk", flat=True)

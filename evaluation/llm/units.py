@@ -12,13 +12,15 @@ and stores everything on the run.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.instances import get_instance
@@ -48,7 +50,8 @@ from evaluation.services import (
 )
 from evaluation.spec import Instance
 
-STALE_AFTER_S = 3600  # a run RUNNING this long was abandoned by a crashed worker
+STALE_AFTER_S = 3600  # a RUNNING run silent this long was abandoned by a crashed worker
+logger = logging.getLogger(__name__)
 
 
 def sweep_key(
@@ -155,22 +158,30 @@ def claim_run(run_id: int) -> bool:
     now = timezone.now()
     runs = AgentRun.objects.filter(pk=run_id)
     if runs.filter(status__in=[AgentRun.Status.PENDING, AgentRun.Status.FAILED]).update(
-        status=AgentRun.Status.RUNNING, started_at=now
+        status=AgentRun.Status.RUNNING, started_at=now, heartbeat_at=now
     ):
         return True
+    return bool(runs.filter(abandoned(now)).update(started_at=now, heartbeat_at=now))
+
+
+def abandoned(now: datetime) -> Q:
+    """Running runs whose process has not shown a sign of life for ``STALE_AFTER_S``."""
     stale = now - timedelta(seconds=STALE_AFTER_S)
-    return bool(
-        runs.filter(status=AgentRun.Status.RUNNING, started_at__lt=stale).update(started_at=now)
+    return Q(status=AgentRun.Status.RUNNING) & (
+        Q(heartbeat_at__lt=stale)
+        | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+        | Q(heartbeat_at__isnull=True, started_at__isnull=True)
     )
 
 
 @transaction.atomic
 def _reset(run_id: int) -> None:
-    """A run that starts again starts from nothing (manual notes not yet delivered stay)."""
+    """A run that starts again starts from nothing but the researcher's notes."""
     AgentRequest.objects.filter(run_id=run_id).delete()
-    Intervention.objects.filter(run_id=run_id).exclude(
-        source=Intervention.Source.MANUAL, delivered_at__isnull=True
-    ).delete()
+    # The researcher's notes are given again; the catalogue's come again if they still apply.
+    manual = Intervention.objects.filter(run_id=run_id, source=Intervention.Source.MANUAL)
+    manual.update(delivered_at=None)
+    Intervention.objects.filter(run_id=run_id).exclude(pk__in=manual).delete()
     AgentRun.objects.filter(pk=run_id).update(
         stop_reason="",
         attempts_used=0,
@@ -235,14 +246,24 @@ def _store_progress(run_id: int, outcome: Outcome, **fields: Any) -> None:
         completion_tokens=outcome.completion_tokens,
         cached_tokens=outcome.cached_tokens,
         cost=Decimal(str(round(outcome.cost, 6))),
+        heartbeat_at=timezone.now(),
         **fields,
     )
 
 
 def run_unit(run_id: int, *, sandbox: Sandbox | None = None) -> AgentRun:
-    """Run one unit if nobody else is; returns the run as it then stands."""
+    """Run one unit if nobody else is; returns the run as it then stands. Whatever goes wrong
+    ends in the run (``failed``, with the reason), never in the caller's sweep."""
     if not claim_run(run_id):
         return AgentRun.objects.get(pk=run_id)
+    try:
+        return _run_claimed(run_id, sandbox)
+    except Exception as exc:  # a bug or an outage must not strand the run as "running"
+        logger.exception("agent run %s failed", run_id)
+        return _fail(run_id, f"{type(exc).__name__}: {exc}")
+
+
+def _run_claimed(run_id: int, sandbox: Sandbox | None) -> AgentRun:
     _reset(run_id)
     run = AgentRun.objects.select_related("sweep", "instance__template").get(pk=run_id)
     sweep, row = run.sweep, run.instance

@@ -46,6 +46,15 @@ def validations_of(slug: str, version: str) -> list[TemplateValidation]:
     )
 
 
+def _model(validation: TemplateValidation) -> tuple[str, str]:
+    """The model a validation asked, as frozen when it ran (an endpoint row can be pointed at
+    a newer model later: that is a new model)."""
+    settings = validation.endpoint_settings or {}
+    if not settings.get("model"):  # recorded without its settings: the endpoint row it used
+        return f"endpoint {validation.endpoint_id}", ""
+    return str(settings.get("base_url", "")), str(settings["model"])
+
+
 def describe(validation: TemplateValidation) -> str:
     """``baseline model-a passed 1/20 (0.05, threshold 0.05)``."""
     who = "baseline" if validation.role == Role.BASELINE else "model"
@@ -71,10 +80,10 @@ def record_validation(
     validation, _ = TemplateValidation.objects.update_or_create(
         template=template,
         sweep=sweep,
+        role=role,  # one sweep may serve as a baseline run and as another model's
         defaults={
             "endpoint": endpoint,
             "endpoint_settings": endpoint_settings,
-            "role": role,
             "instances": instances,
             "passed": passed,
             "threshold": threshold_for(role),
@@ -95,9 +104,9 @@ def _verdict(
         accepted_by = current.decided_by
         order = [v.pk for v in validations]
         cut = order.index(accepted_by.pk) + 1 if accepted_by.pk in order else len(order)
-        known = {v.endpoint_id for v in validations[:cut]}
+        known = {_model(v) for v in validations[:cut]}
         for later in validations[cut:]:
-            if later.endpoint_id in known or later.within:
+            if _model(later) in known or later.within:
                 continue
             return (
                 Status.COMPROMISED,

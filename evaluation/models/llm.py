@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from evaluation.llm.keys import validate_key_env
 from evaluation.models.engine import Evaluation, Submission, TaskInstance
 
 
@@ -28,8 +29,10 @@ class ModelEndpoint(models.Model):
     api_key_env = models.CharField(
         max_length=60,
         blank=True,
-        help_text="Name of the environment variable that holds the API key; the key itself is "
-        "never stored. Empty for local servers that need none.",
+        validators=[validate_key_env],
+        help_text="Name of the environment variable that holds the API key (ending in _KEY or "
+        "_TOKEN, not one of the platform's own settings); the key itself is never stored. Empty "
+        "for local servers that need none.",
     )
     supports_tools = models.BooleanField(
         default=True,
@@ -117,7 +120,8 @@ class Sweep(models.Model):
     templates = models.JSONField(help_text="slug -> template version.")
     samples = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     attempts = models.PositiveIntegerField(
-        validators=[MinValueValidator(1)], help_text="Model requests allowed per run."
+        validators=[MinValueValidator(1)],
+        help_text="Visible-test runs allowed per run (the agent's attempts).",
     )
     budget_tokens = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens (prompt + completion) allowed per run."
@@ -150,7 +154,8 @@ class AgentRun(models.Model):
     stop_reason = models.CharField(
         max_length=20,
         blank=True,
-        help_text="submitted, attempts, budget, context, provider_error, no_code.",
+        help_text="Why the agent stopped: submitted, attempts, budget, requests, no_action or "
+        "context.",
     )
     attempts_used = models.PositiveIntegerField(
         default=0, help_text="Visible-test runs of the agent's files (what --attempts bounds)."
@@ -170,6 +175,12 @@ class AgentRun(models.Model):
     duration_s = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the process running it (each step); a running run "
+        "silent for an hour is taken over.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

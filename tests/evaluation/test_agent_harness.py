@@ -4,13 +4,15 @@ speaks chat completions (tests/llm_server.py), in the real sandbox, graded by th
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from evaluation.llm.interventions import InterventionRefused, add_manual_intervention
 from evaluation.llm.sweeps import runnable_units
-from evaluation.llm.units import plan_sweep, run_unit
+from evaluation.llm.units import STALE_AFTER_S, claim_run, plan_sweep, run_unit
 from evaluation.models import AgentRun, Intervention, ModelEndpoint, Sweep
 from evaluation.submissions import reference_files
 from tests.evaluation.grading_fixtures import CHEAP_TEMPLATE, instance, store_calibration
@@ -258,3 +260,33 @@ def test_identical_files_of_one_instance_are_graded_once(calibrated: None) -> No
     assert reports[1]["tests"] == reports[0]["tests"]
     assert reports[1]["completion_time_s"] == pytest.approx(runs[1].duration_s)
     assert "reused_from" not in reports[2]  # other files: measured again
+
+
+def test_a_running_unit_is_taken_over_only_when_its_process_went_silent(calibrated: None) -> None:
+    with ScriptedLLM([]) as llm:
+        run = _one_run(_endpoint(llm))
+    assert claim_run(run.pk)
+    assert not claim_run(run.pk)  # running, and alive
+    assert runnable_units(run.sweep) == []
+    long_ago = timezone.now() - timedelta(seconds=STALE_AFTER_S + 60)
+    AgentRun.objects.filter(pk=run.pk).update(started_at=long_ago)
+    assert not claim_run(run.pk)  # started long ago, but its heartbeat is recent
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    assert runnable_units(run.sweep) == [run.pk]
+    assert claim_run(run.pk)
+
+
+def test_the_token_budget_counts_the_prompt_too(calibrated: None) -> None:
+    with ScriptedLLM([Tools([("list_files", {})])] * 3) as llm:
+        sweep = plan_sweep(
+            endpoint=_endpoint(llm),
+            condition="C0",
+            instances=[(CHEAP_TEMPLATE, 1)],
+            samples=1,
+            attempts=5,
+            budget_tokens=50,  # less than the task message alone
+        )
+        run = run_unit(sweep.runs.get().pk)
+    assert run.stop_reason == "budget"
+    assert llm.requests == []
+    assert run.model_requests == 0

@@ -48,7 +48,7 @@ BASE = ("--condition", "C0", "--samples", "2", "--attempts", "3", "--instances",
         (("--endpoint", "scripted", *BASE, "--templates", "nope"), "Unknown template 'nope'"),
         (("--endpoint", "scripted", *BASE, "--samples", "0"), "--samples must be at least 1"),
         (("--endpoint", "scripted", *BASE, "--attempts", "0"), "--attempts must be at least 1"),
-        (("--endpoint", "keyed", *BASE), r"takes its API key from \$HAIEVAL_TEST_UNSET_KEY"),
+        (("--endpoint", "keyed", *BASE), r"takes its API key from \$HAI_TEST_UNSET_KEY"),
         (("--base-url", "not a url", "--model", "m", *BASE), "is not an http"),
         (("--endpoint", "scripted", *BASE, "--jobs", "2", "--queue"), "either --jobs or --queue"),
     ],
@@ -56,12 +56,12 @@ BASE = ("--condition", "C0", "--samples", "2", "--attempts", "3", "--instances",
 def test_bad_input_exits_2_with_a_sentence(
     endpoint: ModelEndpoint, args: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("HAIEVAL_TEST_UNSET_KEY", raising=False)
+    monkeypatch.delenv("HAI_TEST_UNSET_KEY", raising=False)
     ModelEndpoint.objects.create(
         name="keyed",
         base_url="https://example.org/v1",
         model="m",
-        api_key_env="HAIEVAL_TEST_UNSET_KEY",
+        api_key_env="HAI_TEST_UNSET_KEY",
     )
     with pytest.raises(CommandError, match=message) as caught:
         benchmark(*args)

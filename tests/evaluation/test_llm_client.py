@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from evaluation.llm.client import (
     ChatResult,
@@ -18,6 +19,7 @@ from evaluation.llm.client import (
     chat,
     chat_with_retries,
 )
+from evaluation.llm.keys import validate_key_env
 from evaluation.llm.replies import IMAGE_TOKENS
 from tests.llm_server import Cut, Fail, ScriptedLLM, Text, Tools
 
@@ -187,6 +189,22 @@ def test_a_refused_key_is_explained_without_the_key(
     with pytest.raises(LLMError, match="API key is missing") as missing:
         ask(config)
     assert missing.value.kind == "config"
+
+
+def test_a_platform_secret_is_never_sent_as_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "platform-secret-value")
+    with ScriptedLLM([Text("hi")]) as llm:
+        for name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "lower_key"):
+            with pytest.raises(LLMError) as refused:
+                ask(endpoint(llm, api_key_env=name))
+            assert refused.value.kind == "config"
+        assert llm.requests == []  # nothing left the machine
+    with pytest.raises(ValidationError, match="platform's own settings"):
+        validate_key_env("DJANGO_SECRET_KEY")
+    with pytest.raises(ValidationError, match="_KEY or _TOKEN"):
+        validate_key_env("PATH")
+    validate_key_env("OPENAI_API_KEY")
+    validate_key_env("HF_TOKEN")
 
 
 def test_endpoint_settings_round_trip_and_price_the_tokens() -> None:

@@ -76,3 +76,33 @@ def test_two_of_twenty_on_the_baseline_rejects() -> None:
     assert status.status == "rejected"
     assert status.reason == "Too easy: baseline base passed 2/20 (0.10, threshold 0.05)."
     assert template_status("t", "2.0.0") == "unvalidated"  # another version is its own
+
+
+def test_an_endpoint_pointed_at_a_newer_model_counts_as_a_new_model() -> None:
+    template = _template()
+    _validate(template, "base", Role.BASELINE, 0, 20)
+    _validate(template, "other", Role.GENERALISATION, 0, 10)
+    assert decide_status("t", "1.0.0").status == "accepted"
+    other = ModelEndpoint.objects.get(name="other")
+    sweep = Sweep.objects.create(
+        key="other-repointed",
+        endpoint=other,
+        endpoint_settings={"name": "other", "base_url": other.base_url, "model": "other-v2"},
+        condition="C0",
+        purpose="validation",
+        templates={"t": "1.0.0"},
+        samples=1,
+        attempts=1,
+    )
+    for role in (Role.GENERALISATION, Role.BASELINE):  # one sweep may serve both roles
+        record_validation(
+            template=template,
+            endpoint=other,
+            endpoint_settings=sweep.endpoint_settings,
+            role=role,
+            sweep=sweep,
+            instances=10,
+            passed=2,
+        )
+    assert TemplateValidation.objects.filter(sweep=sweep).count() == 2
+    assert decide_status("t", "1.0.0").status == "compromised"

@@ -128,7 +128,12 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", default="", help="Dataset version (8+ characters).")
         parser.add_argument("--instances", type=int, help="Seeds 1..N of every template.")
         parser.add_argument("--samples", type=int, required=True, help="Samples per instance.")
-        parser.add_argument("--attempts", type=int, required=True, help="Requests per run.")
+        parser.add_argument(
+            "--attempts",
+            type=int,
+            default=25,
+            help="Visible-test runs the agent may make (default 25, the paper's figure).",
+        )
         parser.add_argument("--budget-tokens", type=int, help="Tokens allowed per run.")
         parser.add_argument("--jobs", type=int, help="Worker processes (default 1).")
         parser.add_argument(
