@@ -149,14 +149,14 @@ def run_agent(
 
 def _step(run: _Run) -> None:
     outcome, limits = run.outcome, run.limits
-    for category, note in run.recorder.manual_interventions():
+    if outcome.requests >= request_limit(limits.attempts):
+        outcome.stop_reason = "requests"
+        return
+    for category, note in run.recorder.manual_interventions():  # taken only when sent next
         run.messages.append(
             {"role": "user", "content": f"Note from the researcher ({category}): {note}"}
         )
         outcome.interventions += 1
-    if outcome.requests >= request_limit(limits.attempts):
-        outcome.stop_reason = "requests"
-        return
     max_tokens = MAX_TOKENS
     tools = TOOLS if run.endpoint.supports_tools else None
     if limits.budget_tokens is not None:
