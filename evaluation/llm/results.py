@@ -23,10 +23,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum
-from statsmodels.stats.proportion import proportion_confint
 
 from evaluation.models import AgentRun, Intervention, Sweep
 from evaluation.pass_at_k import pass_at_k
+from evaluation.proportions import wilson
 
 KS = (1, 3, 5, 10)
 DIFFICULTY_ORDER = ("easy", "medium", "hard")
@@ -54,14 +54,6 @@ class RunOutcome:
     @property
     def judged(self) -> bool:
         return self.overall_pass is not None
-
-
-def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
-    """The 95 % Wilson score interval of ``passed`` out of ``n`` (None, None without data)."""
-    if n == 0:
-        return None, None
-    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
-    return float(low), float(high)
 
 
 def _mean(values: Iterable[float | int | None]) -> float | None:

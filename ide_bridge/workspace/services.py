@@ -11,7 +11,6 @@ files) open in an image viewer, served by ``image_file``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
@@ -26,8 +25,6 @@ from study.markdown import render_markdown
 from study.models import Arm, Trial
 from study.trials.files import current_files, instance_of
 from study.trials.services import arm_config
-
-logger = logging.getLogger(__name__)
 
 README = "README.md"
 RUN_LOCK_S = 60  # a crashed request frees the per-trial run lock after this long

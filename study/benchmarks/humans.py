@@ -9,16 +9,14 @@ template differs); the models' columns are then narrowed to the study's template
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaluation.llm.leaderboard import Board, Cell, add_column, keep, leaderboard
-from evaluation.llm.results import wilson
 from evaluation.models import Dataset
 from study.models import Study, Trial
 from study.results.dashboard import ENDED, trial_table
-from study.results.table2 import Row
+from study.results.table2 import Row, cell
 
 HUMAN_CONDITIONS = (
     ("C_H", "C_H: people without AI", False),
@@ -48,24 +46,17 @@ def mismatches(used: set[tuple[str, str]], dataset: Dataset) -> list[str]:
     return problems
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
 def human_cell(rows: Sequence[Row]) -> Cell:
-    judged = [int(r["overall_pass"]) for r in rows if r["overall_pass"] is not None]
-    tokens = [float(r["tokens"]) for r in rows if r["tokens"] is not None]
-    low, high = wilson(sum(judged), len(judged))
+    """Table 2's cell of these trials (``study.results.table2.cell``) in the board's keys."""
+    c = cell(rows)
     return {
-        "n": len(judged),
-        "samples": len(judged),
-        "pass@1": _mean(judged),
-        "pass@1_ci": [low, high],
+        "n": c["n"],
+        "samples": c["n"],
+        "pass@1": c["pass_at_1"],
+        "pass@1_ci": c["pass_ci"],
         "pass@10": None,
-        "partial_pass": _mean(
-            [float(r["partial_pass"]) for r in rows if r["partial_pass"] is not None]
-        ),
-        "tokens": _mean(tokens),
+        "partial_pass": c["partial_pass"],
+        "tokens": c["tokens"],
         "cost": None,
     }
 

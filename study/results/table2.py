@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from statsmodels.stats.proportion import proportion_confint
+from evaluation.proportions import wilson
 
 Row = dict[str, Any]
 DIFFICULTY_ORDER = ("easy", "medium", "hard")
@@ -17,13 +17,6 @@ DIFFICULTY_ORDER = ("easy", "medium", "hard")
 def _mean(values: Iterable[float | int | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return math.fsum(present) / len(present) if present else None
-
-
-def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
-    return float(low), float(high)
 
 
 def cell(rows: Sequence[Row]) -> dict[str, Any]:
