@@ -8,25 +8,40 @@ problem raises :class:`BankError` with a one-sentence message naming the file an
 
 from __future__ import annotations
 
-import hashlib
+import datetime
 import keyword
 import math
+import os
 import re
 import string
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from evaluation.bank_files import check_files, content_hash
 from evaluation.runtimes import DEFAULT_RUNTIME, REGISTRY
-from evaluation.spec import TemplateSpec
+from evaluation.spec import BankError, TemplateSpec
 
-BANK_DIR = Path(__file__).resolve().parent / "bank"
+__all__ = [
+    "BankError",
+    "active_slugs",
+    "content_hash",
+    "list_templates",
+    "load_template",
+    "not_offered",
+]
+
+BANK_DIR = Path(__file__).resolve().parent / "bank"  # the bank shipped with the platform
+
+
+def bank_root() -> Path:
+    """The bank in use: ``EVALUATION_BANK_DIR`` (e.g. a team's private bank), else the shipped
+    one."""
+    return Path(os.environ.get("EVALUATION_BANK_DIR") or BANK_DIR)
+
+
 MANIFEST = "template.toml"
-REQUIRED_FILES = ("README.md.tmpl", "generator.py")
-# Directories rendered into the workspace (paths and *.tmpl contents): starter/ is the editable
-# set, visible/ the visible tests, files/ the read-only project; diagrams/ are Graphviz sources.
-TREES = ("starter", "visible", "files", "references", "diagrams")
-REFERENCE_KINDS = ("efficient", "naive")
+RETIRED = "RETIRED.toml"  # the retired templates: slug -> on, reason
 ENTRY_KINDS = ("function", "cli", "wsgi")
 TRACKS = ("SDE", "MLE", "DS")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -71,10 +86,6 @@ _SEMVER_RE = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class BankError(Exception):
-    """A template is missing, malformed or cannot be rendered; the message is one sentence."""
-
-
 def _fail(where: Path | str, field: str, problem: str) -> BankError:
     return BankError(f"{where}: field '{field}' {problem}.")
 
@@ -96,22 +107,6 @@ def _text(where: Path, data: dict[str, Any], field: str, max_len: int = 200) -> 
     if not isinstance(value, str) or not value.strip() or len(value) > max_len:
         raise _fail(where, field, f"must be a non-empty string of at most {max_len} characters")
     return value
-
-
-def content_hash(directory: Path) -> str:
-    """sha256 over (relative path, bytes) of every file under ``directory``, sorted by path."""
-    digest = hashlib.sha256()
-    files = sorted(
-        p
-        for p in directory.rglob("*")
-        if p.is_file() and "__pycache__" not in p.relative_to(directory).parts
-    )
-    for path in files:
-        relative = path.relative_to(directory).as_posix().encode()
-        data = path.read_bytes()
-        digest.update(len(relative).to_bytes(8, "big") + relative)
-        digest.update(len(data).to_bytes(8, "big") + data)
-    return digest.hexdigest()
 
 
 def _check_limits(where: Path, limits: object) -> tuple[float, int, int, float]:
@@ -195,6 +190,28 @@ def _check_performance(where: Path, table: object, params: dict[str, Any]) -> tu
             "a deployment should measure; use fewer values",
         )
     return tuple(names)
+
+
+def retirements(bank_dir: Path | None = None) -> dict[str, tuple[str, str]]:
+    """``RETIRED.toml`` of the bank: slug -> (ISO date, reason). A retired template keeps its
+    files, version and content hash (retiring it changes nothing in it), still loads for the
+    studies and exports that used it, and is offered for nothing new."""
+    where = (bank_dir or bank_root()) / RETIRED
+    if not where.is_file():
+        return {}
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BankError(f"{where}: is not valid TOML ({exc}).") from exc
+    out = {}
+    for slug, table in data.items():
+        if not isinstance(table, dict) or set(table) != {"on", "reason"}:
+            raise _fail(where, slug, "must be a table with exactly 'on' (a date) and 'reason'")
+        on = table["on"]
+        if not isinstance(on, datetime.date) or isinstance(on, datetime.datetime):
+            raise _fail(where, f"{slug}.on", "must be a TOML date like 2026-12-02")
+        out[slug] = (on.isoformat(), _text(where, table, "reason", 300))
+    return out
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
@@ -348,53 +365,6 @@ def _check_texts(where: Path, data: dict[str, Any], placeholders: set[str]) -> N
             raise _fail(where, field, f"uses unknown placeholder '{unknown[0]}'")
 
 
-def _check_layout(directory: Path) -> None:
-    """The files every template needs: a starter, visible tests, both references."""
-    for relative in REQUIRED_FILES:
-        if not (directory / relative).is_file():
-            raise BankError(f"{directory}: required file '{relative}' is missing.")
-    for tree, what in (("starter", "the editable starter files"), ("visible", "visible tests")):
-        if not any(p.is_file() for p in (directory / tree).rglob("*")):
-            raise BankError(f"{directory}: '{tree}/' must hold {what}.")
-    for kind in REFERENCE_KINDS:
-        single = directory / "references" / f"{kind}.py.tmpl"
-        folder = directory / "references" / kind
-        if single.is_file() == folder.is_dir():
-            raise BankError(
-                f"{directory}: the {kind} reference must be either references/{kind}.py.tmpl "
-                f"(a task with one editable file) or the directory references/{kind}/, not "
-                f"{'both' if single.is_file() else 'neither'}."
-            )
-    diagrams = directory / "diagrams"
-    if diagrams.is_dir():
-        for path in sorted(diagrams.rglob("*")):
-            if path.is_file() and (path.parent != diagrams or not path.name.endswith(".dot.tmpl")):
-                raise BankError(
-                    f"{path}: diagrams/ holds only Graphviz sources named <name>.dot.tmpl."
-                )
-
-
-def _check_files(directory: Path, placeholders: set[str]) -> None:
-    _check_layout(directory)
-    shipped = [
-        p for tree in TREES if (directory / tree).is_dir() for p in (directory / tree).rglob("*")
-    ]
-    for path in sorted(set(directory.glob("*.tmpl")) | {p for p in shipped if p.is_file()}):
-        if "__pycache__" in path.parts:
-            continue
-        relative = path.relative_to(directory).as_posix()
-        texts = {"path": relative}
-        if path.suffix == ".tmpl":
-            texts["content"] = path.read_text(encoding="utf-8")
-        for what, text in texts.items():
-            template = string.Template(text)
-            if not template.is_valid():
-                raise BankError(f"{path}: the {what} has a malformed $-placeholder.")
-            unknown = sorted(set(template.get_identifiers()) - placeholders)
-            if unknown:
-                raise BankError(f"{path}: the {what} uses unknown placeholder '{unknown[0]}'.")
-
-
 def _check_entry_points(where: Path, entries: object, placeholders: set[str]) -> None:
     """``[[entry_points]]``: how the grader calls a solution (default: the function
     ``${entry_point}`` in ``solution.py``). ``module`` and ``name`` may use placeholders."""
@@ -488,7 +458,7 @@ def parse_template(directory: Path) -> TemplateSpec:
     _check_names(where, data["names"])
     placeholders = _check_namespace(where, data, context)
     _check_texts(where, data, placeholders)
-    _check_files(directory, placeholders)
+    check_files(directory, placeholders)
     if "entry_points" in data:
         _check_entry_points(where, data["entry_points"], placeholders)
     perf_params = (
@@ -496,6 +466,7 @@ def parse_template(directory: Path) -> TemplateSpec:
         if "performance" in data
         else ()
     )
+    retired_on, retired = retirements(directory.parent).get(slug, ("", ""))
     return TemplateSpec(
         slug=slug,
         title=title,
@@ -511,19 +482,23 @@ def parse_template(directory: Path) -> TemplateSpec:
         memory_check=memory_check,
         runtime=runtime,
         perf_params=perf_params,
+        retired=retired,
+        retired_on=retired_on,
         raw=data,
     )
 
 
-def known_slugs(bank_dir: Path = BANK_DIR) -> list[str]:
+def known_slugs(bank_dir: Path | None = None) -> list[str]:
     """Directory names in the bank that hold a template manifest, sorted."""
+    bank_dir = bank_dir or bank_root()
     if not bank_dir.is_dir():
         return []
     return sorted(p.parent.name for p in bank_dir.glob(f"*/{MANIFEST}"))
 
 
-def load_template(slug: str, bank_dir: Path = BANK_DIR) -> TemplateSpec:
+def load_template(slug: str, bank_dir: Path | None = None) -> TemplateSpec:
     """The validated template ``slug``; unknown slugs list the known ones."""
+    bank_dir = bank_dir or bank_root()
     known = known_slugs(bank_dir)
     if not isinstance(slug, str) or not _SLUG_RE.match(slug) or slug not in known:
         listing = ", ".join(known) or "none"
@@ -531,6 +506,26 @@ def load_template(slug: str, bank_dir: Path = BANK_DIR) -> TemplateSpec:
     return parse_template(bank_dir / slug)
 
 
-def list_templates(bank_dir: Path = BANK_DIR) -> list[TemplateSpec]:
-    """Every template in the bank, validated, sorted by slug."""
-    return [parse_template(bank_dir / slug) for slug in known_slugs(bank_dir)]
+def list_templates(bank_dir: Path | None = None, *, retired: bool = False) -> list[TemplateSpec]:
+    """The bank's templates, validated, sorted by slug: the active ones, and the retired ones
+    too only when asked (what a study or an export that used one needs)."""
+    bank_dir = bank_dir or bank_root()
+    specs = [parse_template(bank_dir / slug) for slug in known_slugs(bank_dir)]
+    return [spec for spec in specs if retired or not spec.retired]
+
+
+def active_slugs(bank_dir: Path | None = None) -> list[str]:
+    """The slugs of the templates offered for new studies, sweeps and datasets."""
+    return [spec.slug for spec in list_templates(bank_dir)]
+
+
+def not_offered(slugs: list[str] | tuple[str, ...], bank_dir: Path | None = None) -> str:
+    """One sentence about the first slug that is not in the bank or is retired, else ''."""
+    known, retired = set(known_slugs(bank_dir)), retirements(bank_dir)
+    for slug in slugs:
+        if slug not in known:
+            return f"Unknown template {slug!r}: it is not in the bank."
+        if slug in retired:
+            on, reason = retired[slug]
+            return f"Template {slug!r} was retired on {on} ({reason.rstrip('.')}); choose another."
+    return ""

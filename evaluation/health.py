@@ -15,7 +15,7 @@ def runtimes_status() -> dict[str, Any]:
     """Each task runtime's state. A runtime a shipped template names is ``error`` when missing
     or stale; one no template names only ``warning``."""
     try:
-        used = {spec.runtime for spec in list_templates()}
+        used = {spec.runtime for spec in list_templates(retired=True)}
     except BankError:  # a broken bank is validate_bank's to report: count every runtime used
         used = None
     report = statuses(used)
@@ -33,7 +33,7 @@ def diagrams_status() -> dict[str, Any]:
     if state["state"] == "ok":
         return {"status": "ok", "detail": state["detail"]}
     try:
-        needed = any((spec.path / "diagrams").is_dir() for spec in list_templates())
+        needed = any((spec.path / "diagrams").is_dir() for spec in list_templates(retired=True))
     except BankError:
         needed = True
     return {"status": "error" if needed else "warning", "detail": state["detail"]}

@@ -55,6 +55,10 @@ class TestCase:
     entry: str = ""  # the id of the entry point it calls; "" for the first one
 
 
+class BankError(Exception):
+    """A template is missing, malformed or cannot be rendered; the message is one sentence."""
+
+
 @dataclass(frozen=True)
 class TemplateSpec:
     """A validated ``template.toml`` plus where its files live."""
@@ -75,6 +79,8 @@ class TemplateSpec:
     runtime: str = "python3.11-stdlib"  # the task runtime (evaluation/runtimes) solutions run on
     # [performance] params: what the performance inputs depend on (empty: the whole seed)
     perf_params: tuple[str, ...] = ()
+    retired: str = ""  # [retired] reason: offered for nothing new, still loads for old studies
+    retired_on: str = ""  # [retired] on, ISO date
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evaluation.bank import BANK_DIR, known_slugs, load_template
+from evaluation.bank import bank_root, known_slugs, load_template
 from evaluation.spec import TemplateSpec
 
 MANIFEST = "VERSIONS.json"
@@ -61,8 +61,8 @@ def entry(spec: TemplateSpec) -> dict[str, str]:
     }
 
 
-def read_manifest(bank_dir: Path = BANK_DIR) -> dict[str, dict[str, str]]:
-    path = bank_dir / MANIFEST
+def read_manifest(bank_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    path = (bank_dir or bank_root()) / MANIFEST
     if not path.is_file():
         return {}
     data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -97,8 +97,9 @@ def problems(spec: TemplateSpec, recorded: dict[str, str] | None) -> list[str]:
     return found
 
 
-def record(bank_dir: Path = BANK_DIR) -> list[str]:
+def record(bank_dir: Path | None = None) -> list[str]:
     """Write the manifest for the bank as it is now; returns the problems (nothing written)."""
+    bank_dir = bank_dir or bank_root()
     recorded = read_manifest(bank_dir)
     specs = [load_template(slug, bank_dir) for slug in known_slugs(bank_dir)]
     found = [p for spec in specs for p in problems(spec, recorded.get(spec.slug))]

@@ -9,8 +9,8 @@ import string
 from pathlib import Path
 from typing import Any
 
-from evaluation.bank import REFERENCE_KINDS, BankError
-from evaluation.spec import EntryPoint, TemplateSpec
+from evaluation.bank_files import LITERAL_PREFIX, REFERENCE_KINDS, literal_variants
+from evaluation.spec import BankError, EntryPoint, TemplateSpec
 
 TASK_DATA_FILE = "task_data.json"
 SUBMIT_FILE = "submit"
@@ -121,9 +121,11 @@ def references_of(
     template: TemplateSpec, mapping: dict[str, str], starter: dict[str, str]
 ) -> dict[str, dict[str, str]]:
     """Each reference as the full editable set: ``references/<kind>.py.tmpl`` is the one editable
-    file; ``references/<kind>/`` holds the editable files it changes (the rest: the starter)."""
+    file; ``references/<kind>/`` holds the editable files it changes (the rest: the starter).
+    The kinds are ``efficient``, ``naive`` and ``literal/<variant>`` for each literal reading."""
     out: dict[str, dict[str, str]] = {}
-    for kind in REFERENCE_KINDS:
+    kinds = [*REFERENCE_KINDS, *(LITERAL_PREFIX + v for v in literal_variants(template.path))]
+    for kind in kinds:
         single = f"references/{kind}.py.tmpl"
         if (template.path / single).is_file():
             if len(starter) != 1:

@@ -26,7 +26,7 @@ from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.bank import known_slugs
+from evaluation.bank import active_slugs, not_offered
 from evaluation.llm import workers
 from evaluation.llm.datasets import DatasetError, dataset_instances, find_dataset
 from evaluation.llm.units import abandoned, run_unit
@@ -58,10 +58,10 @@ def sweep_instances(
     the newest recorded dataset."""
     if dataset and instances is not None:
         raise SweepInputError("Give either a dataset version or a number of instances, not both.")
-    bank = set(known_slugs())
-    unknown = [t for t in templates if t not in bank]
-    if unknown:
-        raise SweepInputError(f"Unknown template {unknown[0]!r}: it is not in the bank.")
+    problem = not_offered(list(templates))
+    if problem:
+        raise SweepInputError(problem)
+    bank = active_slugs()
     if instances is not None:
         if not 1 <= instances <= MAX_INSTANCES:
             raise SweepInputError(

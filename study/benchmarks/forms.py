@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from evaluation.bank import known_slugs
+from evaluation.bank import active_slugs
 from evaluation.llm.sweeps import SweepInputError, check_key, sweep_instances
 from evaluation.models import Dataset, ModelEndpoint, Sweep
 
@@ -44,7 +44,7 @@ class SweepForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["templates"].choices = [(s, s) for s in known_slugs()]  # type: ignore[attr-defined]
+        self.fields["templates"].choices = [(s, s) for s in active_slugs()]  # type: ignore[attr-defined]
         self.fields["dataset"].choices = _dataset_choices()  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:

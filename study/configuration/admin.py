@@ -64,6 +64,7 @@ class ArmInline(ScopedChoicesMixin, admin.StackedInline):
 
 
 def bank_choices() -> list[tuple[str, str]]:
+    """The active templates; a retired one is offered only to the entry that already uses it."""
     return [
         (t.slug, f"{t.slug} — {t.track}/{t.difficulty} (v{t.version})") for t in list_templates()
     ]
@@ -75,6 +76,18 @@ class PoolEntryForm(forms.ModelForm):
     class Meta:
         model = TaskPoolEntry
         fields = ("track", "template_slug", "active")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = self.instance.template_slug
+        field = self.fields["template_slug"]
+        if current and current not in {slug for slug, _ in field.choices}:  # type: ignore[attr-defined]
+            try:
+                spec = load_template(current)
+            except BankError:
+                return
+            label = f"{spec.slug} — retired on {spec.retired_on} (v{spec.version})"
+            field.choices = [*field.choices, (spec.slug, label)]  # type: ignore[attr-defined]
 
     def clean_template_slug(self) -> str:
         """The entry's difficulty is the template's own (shown read-only next to it)."""

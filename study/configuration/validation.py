@@ -60,19 +60,30 @@ def configuration_problems(study: Study) -> list[str]:
 
 
 def pool_problems(study: Study) -> list[str]:
-    """Pool entries that are not in the bank, and active ones whose current version has not
-    passed validation (unvalidated ones are allowed when the study allows them; rejected and
-    compromised ones never are)."""
+    """Pool entries that are not in the bank, and active ones that are retired or whose current
+    version has not passed validation (retired and unvalidated ones are allowed only when the
+    study allows unvalidated templates, i.e. pilots; rejected and compromised ones never are)."""
     problems: list[str] = []
     versions: dict[str, str] = {}
+    retired: dict[str, str] = {}
     for entry in study.pool.order_by("template_slug", "track__code"):
         try:
-            versions.setdefault(entry.template_slug, load_template(entry.template_slug).version)
+            spec = load_template(entry.template_slug)
         except BankError as exc:
             problems.append(f"Pool entry {entry.template_slug}: {exc}")
+            continue
+        versions.setdefault(spec.slug, spec.version)
+        if spec.retired:
+            retired[spec.slug] = spec.retired_on
     active = {
         slug for slug in study.pool.filter(active=True).values_list("template_slug", flat=True)
     }
+    if not study.allow_unvalidated_templates:
+        problems.extend(
+            f"Template {slug} was retired from the bank on {on}: take it out of the pool."
+            for slug, on in sorted(retired.items())
+            if slug in active
+        )
     found = statuses((slug, version) for slug, version in versions.items() if slug in active)
     for (slug, version), status in sorted(found.items()):
         if status == "accepted" or (status == "unvalidated" and study.allow_unvalidated_templates):

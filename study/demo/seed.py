@@ -100,9 +100,9 @@ def ensure_study(admin: User) -> Study:
             name="With the AI assistant",
             ai_mode=Arm.AIMode.INLINE_CHAT,
         )
-        templates = list_templates()
+        templates = list_templates()  # the active ones, each in its own track's pool
         for track in study.tracks.all():
-            for template in templates:
+            for template in (t for t in templates if t.track == track.code):
                 TaskPoolEntry.objects.create(
                     study=study,
                     track=track,

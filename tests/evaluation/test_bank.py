@@ -8,21 +8,63 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.bank import BANK_DIR, BankError, content_hash, list_templates, load_template
+from evaluation.bank import (
+    BANK_DIR,
+    BankError,
+    active_slugs,
+    content_hash,
+    list_templates,
+    load_template,
+    not_offered,
+)
+from evaluation.instantiate import instantiate
 from tests.evaluation.bank_helpers import (
+    FIRST_BANK,
     MINIMAL_FILES,
     MINIMAL_TOML,
-    SHIPPED,
     write_minimal_template,
 )
 
 # --- loading ---------------------------------------------------------------------------------
 
 
-def test_bank_ships_the_three_templates_and_all_validate() -> None:
-    slugs = [t.slug for t in list_templates()]
-    assert set(SHIPPED) <= set(slugs)
-    assert slugs == sorted(slugs)
+def test_each_track_offers_four_templates_covering_every_difficulty() -> None:
+    active = list_templates()
+    assert [t.slug for t in active] == sorted(t.slug for t in active)
+    for track in ("SDE", "MLE", "DS"):
+        mine = [t for t in active if t.track == track]
+        assert len(mine) >= 4, track
+        assert {t.difficulty for t in mine} == {"easy", "medium", "hard"}, track
+    diagrams = [t for t in active if (t.path / "diagrams").is_dir()]
+    assert len(diagrams) >= 4
+
+
+def test_retired_templates_still_load_but_are_offered_for_nothing_new() -> None:
+    retired = [t for t in list_templates(retired=True) if t.retired]
+    assert set(FIRST_BANK) | {"ds-tariff-bills"} <= {t.slug for t in retired}
+    assert not set(FIRST_BANK) & set(active_slugs())
+    spec = load_template("sde-clickomania")
+    assert spec.retired_on == "2026-12-02"
+    assert spec.retired.endswith(".")
+    assert not_offered(["sde-clickomania"]).startswith(
+        "Template 'sde-clickomania' was retired on 2026-12-02 ("
+    )
+    unknown = not_offered(["no-such-task"])
+    assert unknown == "Unknown template 'no-such-task': it is not in the bank."
+    assert not_offered(active_slugs()) == ""
+
+
+def test_a_malformed_retirement_is_one_sentence_naming_the_file(tmp_path: Path) -> None:
+    write_minimal_template(tmp_path)
+    (tmp_path / "RETIRED.toml").write_text('[tiny-sum]\non = "yesterday"\nreason = "Old."\n')
+    with pytest.raises(BankError, match=r"RETIRED.toml: field 'tiny-sum.on' must be a TOML date"):
+        load_template("tiny-sum", tmp_path)
+    (tmp_path / "RETIRED.toml").write_text("[tiny-sum]\non = 2026-12-01\n")
+    with pytest.raises(BankError, match="must be a table with exactly 'on'"):
+        list_templates(tmp_path)
+    (tmp_path / "RETIRED.toml").write_text('[tiny-sum]\non = 2026-12-01\nreason = "Old."\n')
+    assert list_templates(tmp_path) == []
+    assert load_template("tiny-sum", tmp_path).retired == "Old."
 
 
 def test_loaded_template_exposes_manifest_fields() -> None:
@@ -40,7 +82,7 @@ def test_unknown_slug_names_the_known_templates_in_one_sentence() -> None:
         load_template("no-such-task")
     message = str(caught.value)
     assert message.startswith("Unknown template 'no-such-task'; known templates: ")
-    assert all(slug in message for slug in SHIPPED)
+    assert all(slug in message for slug in FIRST_BANK)
     assert message.endswith(".")
     assert message.count(". ") == 0
 
@@ -133,6 +175,21 @@ def test_missing_required_file_is_reported(tmp_path: Path) -> None:
     files = {k: v for k, v in MINIMAL_FILES.items() if k != "references/naive.py.tmpl"}
     write_minimal_template(tmp_path, files=files)
     with pytest.raises(BankError, match=r"naive reference must be either references/naive\.py"):
+        load_template("tiny-sum", tmp_path)
+
+
+def test_literal_readings_render_as_references_and_bad_names_are_refused(tmp_path: Path) -> None:
+    files = dict(MINIMAL_FILES)
+    files["references/literal/ignores-offset.py.tmpl"] = (
+        "def ${entry_point}(${values_arg}):\n    return sum(${values_arg})\n"
+    )
+    write_minimal_template(tmp_path, files=files)
+    instance = instantiate(load_template("tiny-sum", tmp_path), 1)
+    assert set(instance.references) == {"efficient", "naive", "literal/ignores-offset"}
+    assert "return sum(" in instance.references["literal/ignores-offset"]["solution.py"]
+    assert not any("literal" in path for path in instance.participant_files)
+    (tmp_path / "tiny-sum" / "references" / "literal" / "Bad_Name.py.tmpl").write_text("x = 1\n")
+    with pytest.raises(BankError, match="references/literal/ holds only"):
         load_template("tiny-sum", tmp_path)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,23 +94,28 @@ def test_missing_solution_file_exits_2(tmp_path: Path) -> None:
     assert excinfo.value.returncode == 2
 
 
-@pytest.mark.timeout(400)  # four templates at seed 1, ds-tariff-bills' four combinations (~90 s)
+@pytest.mark.timeout(400)  # two templates at seed 1 and ds-tariff-bills' four combinations
 def test_calibrate_all_measures_each_distinct_input_once_and_stores_it(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evaluation.bank import known_slugs
+    from evaluation.bank import BANK_DIR
     from evaluation.models import Calibration
 
+    # A bank of its own (EVALUATION_BANK_DIR) with one seed-drawn template and one whose
+    # [performance] params give 2 x 2 combinations; retired templates would be left out.
+    for slug in ("sde-binary-palindromes", "ds-tariff-bills", "sde-clickomania"):
+        shutil.copytree(BANK_DIR / slug, tmp_path / slug)
+    (tmp_path / "RETIRED.toml").write_text('[sde-clickomania]\non = 2026-12-02\nreason = "Old."\n')
+    monkeypatch.setenv("EVALUATION_BANK_DIR", str(tmp_path))
     call_command("calibrate", "--all")
     out = capsys.readouterr().out
-    for slug in known_slugs():
-        assert f"{slug} seed 1: calibration" in out
-    # Seed-drawn inputs: one per template; [performance] params: one per combination (2 x 2).
-    expected = len(known_slugs()) - 1 + 4
-    assert f"{expected} distinct performance inputs in" in out
-    assert Calibration.objects.count() == expected
+    assert "sde-binary-palindromes seed 1: calibration" in out
+    assert "ds-tariff-bills seed 1: calibration" in out
+    assert "sde-clickomania" not in out
+    assert "5 distinct performance inputs in" in out
+    assert Calibration.objects.count() == 5
     call_command("calibrate", "--all")  # again: every calibration is reused, none measured
-    assert Calibration.objects.count() == expected
+    assert Calibration.objects.count() == 5
 
 
 def test_evaluate_refuses_a_single_file_or_an_empty_directory_for_a_multi_file_task(

@@ -22,10 +22,10 @@ from evaluation.instantiate import (
     write_instance,
 )
 from tests.evaluation.bank_helpers import (
+    FIRST_BANK,
     MINIMAL_FILES,
     MINIMAL_TOML,
     SEEDS,
-    SHIPPED,
     shipped_instance,
     write_minimal_template,
 )
@@ -37,7 +37,7 @@ PARTICIPANT_CORE = {"README.md", "solution.py", "task_data.json", "test_visible.
 # --- determinism -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_same_seed_renders_the_same_instance(slug: str) -> None:
     first, second = shipped_instance(slug, SEEDS[0]), instantiate(load_template(slug), SEEDS[0])
     assert first is not second
@@ -53,7 +53,7 @@ def test_rendering_does_not_depend_on_string_hashing() -> None:
         "from evaluation.bank import load_template\n"
         "from evaluation.instantiate import instantiate\n"
         f"print(json.dumps([instantiate(load_template(s), {SEEDS[0]}).content_hash"
-        f" for s in {SHIPPED!r}]))\n"
+        f" for s in {FIRST_BANK!r}]))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     result = subprocess.run(
@@ -65,11 +65,11 @@ def test_rendering_does_not_depend_on_string_hashing() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    expected = [shipped_instance(s, SEEDS[0]).content_hash for s in SHIPPED]
+    expected = [shipped_instance(s, SEEDS[0]).content_hash for s in FIRST_BANK]
     assert json.loads(result.stdout) == expected
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_two_seeds_render_visibly_different_instances(slug: str) -> None:
     one, two = shipped_instance(slug, SEEDS[0]), shipped_instance(slug, SEEDS[1])
     assert one.content_hash != two.content_hash
@@ -109,7 +109,7 @@ def test_parameters_stay_inside_their_declared_ranges() -> None:
 # --- the four tools, applied consistently ---------------------------------------------------
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_instance_carries_all_four_tools(slug: str) -> None:
     instance = shipped_instance(slug, SEEDS[0])
     template = instance.template
@@ -123,7 +123,7 @@ def test_instance_carries_all_four_tools(slug: str) -> None:
     assert "${" not in "".join(instance.participant_files.values())
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_entry_point_name_is_used_everywhere(slug: str) -> None:
     instance = shipped_instance(slug, SEEDS[0])
     name = instance.entry_point
@@ -135,7 +135,7 @@ def test_entry_point_name_is_used_everywhere(slug: str) -> None:
         assert f"def {name}(" in instance.references[kind]["solution.py"]
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_field_and_file_names_match_between_workspace_and_cases(slug: str) -> None:
     instance = shipped_instance(slug, SEEDS[0])
     task_data = json.loads(instance.participant_files["task_data.json"])
@@ -168,7 +168,7 @@ def test_mle_layers_use_the_seeded_field_names() -> None:
 # --- nothing hidden leaks into the workspace ------------------------------------------------
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_participant_files_hold_no_hidden_cases_or_references(slug: str) -> None:
     instance = shipped_instance(slug, SEEDS[0])
     files = instance.participant_files
@@ -189,7 +189,7 @@ def test_participant_files_hold_no_hidden_cases_or_references(slug: str) -> None
                 assert canonical_json(value).decode() not in blob, case.name
 
 
-@pytest.mark.parametrize("slug", SHIPPED)
+@pytest.mark.parametrize("slug", FIRST_BANK)
 def test_visible_tests_fail_on_the_starter_and_pass_on_the_efficient_reference(
     slug: str, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import BankError, known_slugs, load_template
+from evaluation.bank import BankError, active_slugs, load_template
 from evaluation.diagrams import render_png
 from evaluation.instantiate import (
     canonical_json,
@@ -91,7 +91,7 @@ class Command(BaseCommand):
         )
 
     def _templates(self, selection: str) -> list[TemplateSpec]:
-        slugs = [s.strip() for s in selection.split(",") if s.strip()] or known_slugs()
+        slugs = [s.strip() for s in selection.split(",") if s.strip()] or active_slugs()
         try:
             return [load_template(slug) for slug in sorted(set(slugs))]
         except BankError as exc:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import known_slugs, load_template, perf_choices
+from evaluation.bank import active_slugs, load_template, perf_choices
 from evaluation.calibration import perf_fingerprint
 from evaluation.instantiate import choose_params, perf_key
 from evaluation.management.commands._common import load_instance, open_sandbox, usage_error
@@ -52,7 +52,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--template", help="Template slug (or --all).")
         parser.add_argument(
-            "--all", action="store_true", help="Every template of the bank (seeds 1..--seeds)."
+            "--all",
+            action="store_true",
+            help="Every active template of the bank (seeds 1..--seeds).",
         )
         parser.add_argument("--seeds", type=int, default=1, help="With --all: seeds 1..N.")
         parser.add_argument("--seed", type=int, default=1, help="Instance whose inputs to use.")
@@ -94,7 +96,7 @@ class Command(BaseCommand):
         seen: set[str] = set()
         failed: list[str] = []
         started = time.monotonic()
-        for slug in known_slugs():
+        for slug in active_slugs():
             for seed in seeds_to_calibrate(load_template(slug), seeds):
                 instance = load_instance(slug, seed)
                 key = perf_fingerprint(instance)

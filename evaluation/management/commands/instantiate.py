@@ -1,18 +1,20 @@
 """``manage.py instantiate --template SLUG --seed N --out DIR``: render one task instance.
 
 Writes what a participant gets (README, starter, example data, visible tests, legacy files,
-``submit``); ``--with-references`` adds ``references/efficient.py`` and ``references/naive.py``
-for authors. Hidden cases never leave the engine. Exit code 2 for bad input.
+``submit``); ``--with-references`` adds ``references/`` for authors (the efficient and naive
+references and the literal readings). Hidden cases never leave the engine. Exit code 2 for bad
+input.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import REFERENCE_KINDS, BankError, load_template
+from evaluation.bank import BankError, load_template
 from evaluation.instantiate import MAX_SEED, instantiate, write_instance
 
 
@@ -73,8 +75,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from exc
         with_references = options["with_references"]
         if not with_references:  # a forced re-run must not leave stale references behind
-            for kind in REFERENCE_KINDS:
-                (out / "references" / f"{kind}.py").unlink(missing_ok=True)
+            shutil.rmtree(out / "references", ignore_errors=True)
         written = write_instance(instance, out, with_references=with_references)
         self.stdout.write(
             f"Wrote {len(written)} files for {template.slug}@{template.version} seed {seed} "

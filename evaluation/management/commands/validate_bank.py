@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.bank import BankError, list_templates, load_template
+from evaluation.bank_files import LITERAL_PREFIX
 from evaluation.calibration import perf_fingerprint
 from evaluation.grading import grade_functional
 from evaluation.instantiate import instantiate, perf_key
@@ -58,12 +59,30 @@ def sharing_problems(instances: list[Instance]) -> list[str]:
     return problems
 
 
+def literal_problems(instance: Instance, sandbox: Sandbox) -> list[str]:
+    """Each literal reading (``references/literal/<variant>``) fails at least one hidden
+    functional test: the rule it ignores is tested."""
+    problems = []
+    for kind, files in instance.references.items():
+        if not kind.startswith(LITERAL_PREFIX):
+            continue
+        rows, _ = grade_functional(instance, workspace_of(instance, files), sandbox=sandbox)
+        hidden = {c.name for c in instance.hidden_cases if c.kind == "functional"}
+        if all(r["verdict"] == "OK" for r in rows if r["name"] in hidden):
+            problems.append(
+                f"seed {instance.seed}: the literal reading {kind.removeprefix(LITERAL_PREFIX)!r} "
+                "passes every hidden functional test (the rule it ignores is not tested)"
+            )
+    return problems
+
+
 class Command(BaseCommand):
     help = (
         "For every template and seed: the instance renders; the starter fails (and scores a "
         "partial pass of 0); every image or data file the README names exists and every "
         "diagram renders; the efficient reference passes everything; the naive reference "
-        "passes every functional test and fails efficiency; a scored memory check can fail "
+        "passes every functional test and fails efficiency; each literal reading "
+        "(references/literal/) fails a hidden test; a scored memory check can fail "
         "the naive reference; instances differ across seeds. Exit 1 on any failure."
     )
 
@@ -142,6 +161,7 @@ class Command(BaseCommand):
             ]
             if bad:
                 problems.append(f"seed {seed}: the {label} reference fails {'; '.join(bad[:3])}")
+        problems.extend(literal_problems(instance, sandbox))
         fingerprint = perf_fingerprint(instance)
         if fingerprint in checked_efficiency or seed > self.efficiency_seeds:
             return problems
