@@ -223,3 +223,20 @@ def test_a_dataset_whose_templates_changed_in_the_bank_is_refused(dataset: Path)
 def test_a_dataset_version_must_be_long_enough_and_known(version: str, message: str) -> None:
     with pytest.raises(DatasetError, match=message):
         find_dataset(version)
+
+
+def test_record_identifies_the_dataset_without_its_files(tmp_path: Path) -> None:
+    record = tmp_path / "DATASET.json"
+    build(tmp_path / "data", "--record", str(record))
+    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    compact = json.loads(record.read_text())
+    assert compact["dataset_version"] == manifest["dataset_version"]
+    assert sorted(compact["templates"]) == TEMPLATES.split(",")[::-1]
+    first = compact["templates"]["sde-binary-palindromes"]
+    assert first["version"] == manifest["templates"]["sde-binary-palindromes"]["version"]
+    hashes = {
+        str(e["seed"]): e["instance_hash"]
+        for e in manifest["instances"]
+        if e["template"] == "sde-binary-palindromes"
+    }
+    assert first["instances"] == hashes

@@ -73,6 +73,22 @@ def _clear_previous(out: Path) -> None:
     manifest.unlink()
 
 
+def compact_record(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a built dataset without its files: the dataset version, the templates'
+    versions and content hashes, and each instance's seed and hash."""
+    instances: dict[str, dict[str, str]] = {}
+    for entry in manifest["instances"]:
+        instances.setdefault(entry["template"], {})[str(entry["seed"])] = entry["instance_hash"]
+    return {
+        "dataset_version": manifest["dataset_version"],
+        "format": manifest["format"],
+        "templates": {
+            slug: {**meta, "instances": instances.get(slug, {})}
+            for slug, meta in manifest["templates"].items()
+        },
+    }
+
+
 class Command(BaseCommand):
     # Engine CLI (it only records the Dataset row): other apps' checks must not block it.
     requires_system_checks: list[str] = []
@@ -88,6 +104,13 @@ class Command(BaseCommand):
         parser.add_argument("--first-seed", default="1", help="Seed of the first instance.")
         parser.add_argument(
             "--force", action="store_true", help="Replace a dataset previously built in DIR."
+        )
+        parser.add_argument(
+            "--record",
+            type=Path,
+            help="Also write the dataset's compact record here (its version, each template's "
+            "version and content hash, each instance's hash): the bank keeps it as "
+            "evaluation/bank/DATASET.json, so the repository versions the dataset it ships.",
         )
 
     def _templates(self, selection: str) -> list[TemplateSpec]:
@@ -163,6 +186,8 @@ class Command(BaseCommand):
         manifest = {"dataset_version": version, **body}
         _write_json(out / MANIFEST, manifest, pretty=True)
         record_dataset(manifest, out)
+        if options["record"]:
+            _write_json(options["record"], compact_record(manifest), pretty=True)
         self.stdout.write(
             f"Dataset {version[:12]}: {len(entries)} instances in {out} (recorded in the database)."
         )

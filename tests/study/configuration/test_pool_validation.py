@@ -37,7 +37,17 @@ def test_recruitment_needs_accepted_templates_by_default() -> None:
         open_recruitment(study, actor=None)
     for slug, _ in JOURNEY_TEMPLATES:
         _set(slug, TemplateStatus.Status.ACCEPTED)
-    assert configuration_problems(study) == []
+    # The journey's templates are the first bank's, retired since: accepted or not, a study
+    # that is not a pilot may not recruit with them.
+    assert configuration_problems(study) == [
+        f"Template {slug} was retired from the bank on 2026-12-02: take it out of the pool."
+        for slug in sorted(slug for slug, _ in JOURNEY_TEMPLATES)
+    ]
+    study.allow_unvalidated_templates = True
+    study.save(update_fields=["allow_unvalidated_templates"])
+    assert configuration_problems(study) == []  # a pilot may replay them
+    study.allow_unvalidated_templates = False
+    study.save(update_fields=["allow_unvalidated_templates"])
     # Validation is of the current version: an accepted older version does not count.
     TemplateStatus.objects.filter(slug=CHEAP).update(version="0.0.1")
     assert any(
@@ -46,6 +56,7 @@ def test_recruitment_needs_accepted_templates_by_default() -> None:
     # An inactive entry is not checked.
     study.pool.filter(template_slug=CHEAP).update(active=False)
     assert not any(CHEAP in p for p in configuration_problems(study))
+    assert sum(" was retired from the bank " in p for p in configuration_problems(study)) == 3
 
 
 @pytest.mark.parametrize("status", ["rejected", "compromised"])
@@ -69,3 +80,7 @@ def test_admin_shows_the_setting_and_each_pool_templates_status(admin_client: Cl
     assert f"accepted (v{version})" in page
     other = JOURNEY_TEMPLATES[1][0]
     assert f"unvalidated (v{load_template(other).version})" in page
+    # Retired templates are offered only to the entries that already use them.
+    assert f"{CHEAP} — retired on 2026-12-02 (v{version})" in page
+    options = page.split('name="pool-0-template_slug"', 1)[1].split("</select>", 1)[0]
+    assert options.count("retired on") == 1
