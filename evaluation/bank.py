@@ -28,7 +28,6 @@ __all__ = [
     "content_hash",
     "list_templates",
     "load_template",
-    "not_offered",
 ]
 
 BANK_DIR = Path(__file__).resolve().parent / "bank"  # the bank shipped with the platform
@@ -517,15 +516,3 @@ def list_templates(bank_dir: Path | None = None, *, retired: bool = False) -> li
 def active_slugs(bank_dir: Path | None = None) -> list[str]:
     """The slugs of the templates offered for new studies, sweeps and datasets."""
     return [spec.slug for spec in list_templates(bank_dir)]
-
-
-def not_offered(slugs: list[str] | tuple[str, ...], bank_dir: Path | None = None) -> str:
-    """One sentence about the first slug that is not in the bank or is retired, else ''."""
-    known, retired = set(known_slugs(bank_dir)), retirements(bank_dir)
-    for slug in slugs:
-        if slug not in known:
-            return f"Unknown template {slug!r}: it is not in the bank."
-        if slug in retired:
-            on, reason = retired[slug]
-            return f"Template {slug!r} was retired on {on} ({reason.rstrip('.')}); choose another."
-    return ""

@@ -26,7 +26,7 @@ from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.bank import active_slugs, not_offered
+from evaluation.bank import active_slugs, known_slugs
 from evaluation.llm import workers
 from evaluation.llm.datasets import DatasetError, dataset_instances, find_dataset
 from evaluation.llm.units import abandoned, run_unit
@@ -58,10 +58,10 @@ def sweep_instances(
     the newest recorded dataset."""
     if dataset and instances is not None:
         raise SweepInputError("Give either a dataset version or a number of instances, not both.")
-    problem = not_offered(list(templates))
-    if problem:
-        raise SweepInputError(problem)
-    bank = active_slugs()
+    unknown = [t for t in templates if t not in known_slugs()]
+    if unknown:
+        raise SweepInputError(f"Unknown template {unknown[0]!r}: it is not in the bank.")
+    bank = active_slugs()  # by default; a retired template named explicitly is re-run
     if instances is not None:
         if not 1 <= instances <= MAX_INSTANCES:
             raise SweepInputError(

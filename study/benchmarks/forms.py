@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from evaluation.bank import active_slugs
+from evaluation.bank import list_templates
 from evaluation.llm.sweeps import SweepInputError, check_key, sweep_instances
 from evaluation.models import Dataset, ModelEndpoint, Sweep
 
@@ -22,13 +22,20 @@ def _dataset_choices() -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def template_choices() -> list[tuple[str, str]]:
+    """The active templates, then the retired ones (re-running one reproduces old results)."""
+    specs = sorted(list_templates(retired=True), key=lambda t: (bool(t.retired), t.slug))
+    return [(t.slug, f"{t.slug} (retired)" if t.retired else t.slug) for t in specs]
+
+
 class SweepForm(forms.Form):
     endpoint = forms.ModelChoiceField(
         queryset=ModelEndpoint.objects.all(), to_field_name="name", empty_label=None
     )
     condition = forms.ChoiceField(choices=Sweep.Condition.choices)
     templates = forms.MultipleChoiceField(
-        required=False, help_text="None ticked: every template of the dataset (or of the bank)."
+        required=False,
+        help_text="None ticked: every template of the dataset (or the bank's active ones).",
     )
     dataset = forms.ChoiceField(required=False)
     instances = forms.IntegerField(
@@ -44,7 +51,7 @@ class SweepForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["templates"].choices = [(s, s) for s in active_slugs()]  # type: ignore[attr-defined]
+        self.fields["templates"].choices = template_choices()  # type: ignore[attr-defined]
         self.fields["dataset"].choices = _dataset_choices()  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bank import active_slugs, load_template, not_offered
+from evaluation.bank import active_slugs, known_slugs, load_template
 from evaluation.llm.sweeps import (
     SweepInputError,
     check_key,
@@ -109,10 +109,10 @@ def _count(options: dict[str, Any], name: str, flag: str) -> int:
 
 def _templates(selection: str) -> list[str]:
     slugs = parse_templates(selection)
-    problem = not_offered(slugs)
-    if problem:
-        raise usage_error(problem)
-    return slugs or active_slugs()
+    unknown = [s for s in slugs if s not in known_slugs()]
+    if unknown:
+        raise usage_error(f"Unknown template {unknown[0]!r}: it is not in the bank.")
+    return slugs or active_slugs()  # a retired template named explicitly is re-validated
 
 
 def validate(slug: str, endpoint: ModelEndpoint, role: str, n: int, jobs: int) -> Row:
