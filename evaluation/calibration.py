@@ -180,13 +180,19 @@ def calibrate(
             _require_correct(instance, case, run, "efficient")
         eff_net = [max(r.cpu_s - empty_cpu, 0.0) for r in samples[("efficient", case.name)]]
         naive_runs = samples[("naive", case.name)]
-        for run in naive_runs:
-            if run.status is not RunStatus.TLE_CPU:
-                _require_correct(instance, case, run, "naive")
         # Slower than the factor (stopped, or finished above it): exactly the factor.
         bound = NAIVE_CAP_FACTOR * max(statistics.median(eff_net), 1e-6)
+        for run in naive_runs:
+            if run.status is RunStatus.TLE_WALL and run.cpu_s - empty_cpu < bound:
+                raise CalibrationError(
+                    f"the wall clock stopped the naive reference on {case.name} after "
+                    f"{run.cpu_s:.1f} s of CPU, before it reached the factor's bound: the "
+                    "host is too loaded to measure it; calibrate again when it is quieter"
+                )
+            if run.status not in (RunStatus.TLE_CPU, RunStatus.TLE_WALL):
+                _require_correct(instance, case, run, "naive")
         measured = [max(r.cpu_s - empty_cpu, 0.0) for r in naive_runs]
-        capped = any(r.status is RunStatus.TLE_CPU for r in naive_runs) or (
+        capped = any(r.status in (RunStatus.TLE_CPU, RunStatus.TLE_WALL) for r in naive_runs) or (
             statistics.median(measured) > bound
         )
         naive_net = [bound] * len(naive_runs) if capped else measured

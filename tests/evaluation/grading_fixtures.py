@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from evaluation.bank import list_templates
 from evaluation.calibration import CalibrationResult, calibrate, perf_fingerprint
 from evaluation.grading import CanaryDrift, grade
 from evaluation.instances import get_instance
@@ -19,6 +20,20 @@ from evaluation.services import record_template
 from evaluation.spec import Instance
 
 CHEAP_TEMPLATE = "sde-binary-palindromes"
+
+
+def representative_slugs() -> list[str]:
+    """One template per way a solution is run (runtime, entry-point kinds, one file or a
+    project): the engine's sandbox and calibration properties depend on these, not on the task,
+    so grading tests stay proportionate as the bank grows. Retired templates come first: they
+    never change, which keeps these fixtures stable while the active bank is revised."""
+    chosen: dict[tuple[Any, ...], str] = {}
+    specs = list_templates(retired=True)
+    for spec in sorted(specs, key=lambda t: (not t.retired, t.slug)):
+        kinds = tuple(sorted({e.get("kind", "function") for e in spec.raw.get("entry_points", [])}))
+        one_file = (spec.path / "starter" / "solution.py.tmpl").is_file()
+        chosen.setdefault((spec.runtime, kinds, one_file), spec.slug)
+    return sorted(chosen.values())
 
 
 @cache

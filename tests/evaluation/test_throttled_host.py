@@ -1,5 +1,6 @@
 """Host independence (issue 11 §2): calibrating and grading on a CPU-throttled host (a cgroup CPU
-quota of 50 % on every sandboxed run) flips no verdict, for every template, of the efficient
+quota of 50 % on every sandboxed run) flips no verdict, for every kind of template (one per
+runtime, entry-point kinds and layout: ``representative_slugs``), of the efficient
 reference, the naive reference and a mid-way solution (the efficient reference plus half its
 own CPU time per call: about 1.5x, between it and the threshold of 2.83)."""
 
@@ -9,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from evaluation.bank import known_slugs
 from evaluation.calibration import calibrate
 from evaluation.grading import CanaryDrift, grade
 from evaluation.instances import get_instance
 from evaluation.sandbox.base import Sandbox
 from evaluation.sandbox.bwrap import LocalBwrapBackend
 from evaluation.spec import Instance
-from tests.evaluation.grading_fixtures import sandbox_or_skip
+from tests.evaluation.grading_fixtures import representative_slugs, sandbox_or_skip
 
 QUOTA = 0.5
 
@@ -75,7 +75,7 @@ def sandbox() -> Sandbox:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("slug", known_slugs())
+@pytest.mark.parametrize("slug", representative_slugs())
 def test_a_cpu_throttled_host_flips_no_verdict(sandbox: Sandbox, slug: str) -> None:
     instance = get_instance(slug, 1)
     reference = calibrate(instance, sandbox, rounds=3)
