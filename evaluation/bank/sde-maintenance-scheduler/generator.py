@@ -313,6 +313,11 @@ def lifecycle_allows(job, day):
     return False
 
 
+def _stop_minute(job):
+    """00:00 of retire_on as a minute, (infinity without one): nothing of the job starts from then."""
+    return job["retire_on"] * 1440 if job["retire_on"] is not None else float("inf")
+
+
 def in_freeze(minute, freezes):
     return any(a <= minute < b for a, b in freezes)
 
@@ -333,12 +338,15 @@ def plan(jobs, holidays, freezes, start, end, slot):
             kept.add(at)
         due[job["id"]] = sorted(kept)
     final = {job["id"]: [] for job in jobs}
+    # Retirement is judged at the minute a run would really start (the chart's dashed
+    # edges): a moved or held-back run of a retired job does not start, nor take its minute.
+    stop = {job["id"]: _stop_minute(job) for job in jobs}
     groups = {}
     for job in jobs:
         if job["group"]:
             groups.setdefault(job["group"], []).append(job)
         else:
-            final[job["id"]] = [m for m in due[job["id"]] if m < end]
+            final[job["id"]] = [m for m in due[job["id"]] if m < end and m < stop[job["id"]]]
     for members in groups.values():
         runs = []
         for job in members:
@@ -353,7 +361,14 @@ def plan(jobs, holidays, freezes, start, end, slot):
                 at, rank, order, job_id = runs[i]
                 heapq.heappush(heap, (rank, at, order, job_id))
                 i += 1
-            _rank, _at, _order, job_id = heapq.heappop(heap)
+            job_id = None
+            while heap:
+                candidate = heapq.heappop(heap)[3]
+                if now < stop[candidate]:
+                    job_id = candidate
+                    break
+            if job_id is None:
+                continue
             if now < end:
                 final[job_id].append(now)
             now += 1
@@ -415,11 +430,12 @@ def brute_plan(jobs, holidays, freezes, start, end, slot):
     while minute < horizon:
         for job in wanted.get(minute, []):
             if not job["group"]:
-                if minute < end:
+                if minute < end and minute < _stop_minute(job):
                     final[job["id"]].append(minute)
             else:
                 waiting.setdefault(job["group"], []).append((job, minute))
         for group, queue in waiting.items():
+            queue[:] = [jd for jd in queue if minute < _stop_minute(jd[0])]
             if queue:
                 queue.sort(key=lambda jd: (DRAINING_PRIORITY if jd[0]["state"] == "draining"
                                            else jd[0]["priority"], jd[1], jd[0]["order"]))
@@ -766,6 +782,60 @@ def hand_cases(facts, slot, rng):
         (f"snapshot-{ids[4]}", {"schedule": "0 2 * * *", "state": "paused", "paused_until": "2027-02-01", "retire_on": "2027-02-04"}),
         (f"compact-{ids[5]}", {"schedule": "0 2 * * *", "state": "sleeping"}),
     ]), "2027-02-01 00:00", "2027-02-06 00:00")
+    # 2.0: the chart's legend. Dashed retire_on edges are judged at the real start minute (after
+    # the holiday move and the resource group); the solid paused_until edge at the scheduled time.
+    slot_cron = f"{slot % 60} {slot // 60} * * *"
+    cases["rule_retire_on_moved_run"] = (job_file([
+        (f"archive-audit-{ids[6]}", {"schedule": "0 2 * * *", "class": "batch", "retire_on": "2027-03-30"}),
+        (f"vacuum-{ids[7]}", {"schedule": "0 2 * * *", "class": "batch", "retire_on": "2027-03-31"}),
+        (f"rotate-logs-{ids[0]}", {"schedule": "0 2 * * *", "retire_on": "2027-03-30"}),
+    ]), "2027-03-24 00:00", "2027-04-02 00:00")
+    cases["rule_retire_on_held_run"] = (job_file([
+        (f"backup-{ids[1]}", {"schedule": "59 23 * * *", "group": "pg-main", "priority": "1"}),
+        (f"reindex-{ids[2]}", {"schedule": "59 23 * * *", "group": "pg-main", "priority": "5", "retire_on": "2027-02-10"}),
+        (f"export-metrics-{ids[3]}", {"schedule": "59 23 * * *", "group": "pg-main", "priority": "9"}),
+    ]), "2027-02-08 00:00", "2027-02-12 00:00")
+    cases["rule_paused_judged_at_schedule"] = (job_file([
+        (f"compact-{ids[4]}", {"schedule": "0 2 * * *", "class": "batch", "state": "paused", "paused_until": "2027-03-29"}),
+        (f"scrub-disks-{ids[5]}", {"schedule": "0 2 * * *", "class": "batch", "state": "paused", "paused_until": "2027-03-25"}),
+    ]), "2027-03-24 00:00", "2027-04-01 00:00")
+    cases["rule_easter_moves_collide"] = (job_file([
+        (f"snapshot-{ids[6]}", {"schedule": "0 4 26 3 *", "class": "batch", "group": "san", "retire_on": "2027-03-30"}),
+        (f"reindex-{ids[7]}", {"schedule": "15 3 * * *", "class": "batch", "group": "san", "state": "paused", "paused_until": "2027-03-29"}),
+        (f"compact-{ids[0]}", {"schedule": "30 23 29 3 *", "class": "batch", "group": "san"}),
+        (f"scrub-disks-{ids[1]}", {"schedule": "0 2 26,29 3 *", "class": "batch", "group": "san"}),
+        (f"backup-{ids[2]}", {"schedule": slot_cron, "group": "san", "priority": "2"}),
+    ]), "2027-03-25 00:00", "2027-04-01 00:00")
+    # 2.0: the production job file has two [defaults] blocks and validates cleanly: both apply.
+    cases["rule_defaults_two_blocks"] = ("\n".join([
+        "; maintenance jobs (platform operations)",
+        "",
+        "[defaults]",
+        "class = batch",
+        "priority = 6",
+        "",
+        f"[job vacuum-{ids[3]}]",
+        "schedule = 0 2 * * *",
+        "",
+        f"[job reindex-{ids[4]}]",
+        "schedule = 0 2 * * *",
+        "priority = 3",
+        "",
+        f"[job backup-{ids[5]}]",
+        "schedule = 0 2 * * *",
+        "group =",
+        "class = standard",
+        "",
+        "; defaults for the database team, added later (the block above still applies)",
+        "[defaults]",
+        "group = db",
+        "owner = dba",
+        "",
+        f"[job trim-queues-{ids[6]}]",
+        "schedule = 0 2 * * 1-5",
+        "priority = 1",
+        "",
+    ]), "2027-02-01 00:00", "2027-02-04 00:00")
     # Validation codes.
     cases["rule_validation_codes"] = ("\n".join([
         "; jobs under review",
