@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import random
 from decimal import Decimal
 
 RECORD_LENGTH = 100
@@ -25,6 +26,9 @@ POSITIVE = "{ABCDEFGHI"
 NEGATIVE = "}JKLMNOPQR"
 OVERPUNCH = {c: (1, i) for i, c in enumerate(POSITIVE)}
 OVERPUNCH.update({c: (-1, i) for i, c in enumerate(NEGATIVE)})
+# The host writes positive values of its older clearing engine unsigned (zone F): a plain digit
+# in the last byte is a positive value (the bank's sample file and listing show it).
+OVERPUNCH.update({str(i): (1, i) for i in range(10)})
 DIGITS = frozenset("0123456789")
 REASONS = ["RECORD_LENGTH", "RECORD_TYPE", "ACCOUNT", "CURRENCY", "AMOUNT", "VALUE_DATE",
            "DUPLICATE", "ORPHAN_REVERSAL"]
@@ -96,7 +100,7 @@ def _import(text, tie_later):
         return _refused("TRAILER_TOTAL")
     business_date = _date(header[13:19])
     default_currency = header[25:28]
-    live, rejected, pairs = {}, [], []
+    live, rejected, pairs, closed = {}, [], [], set()
     for number, line in body:
         reason = None
         if len(line) > RECORD_LENGTH:
@@ -126,6 +130,10 @@ def _import(text, tie_later):
                 rejected.append({"line": number, "reason": "ORPHAN_REVERSAL"})
             else:
                 pairs.append([original["line"], number])
+                closed.add(key)
+            continue
+        if key in closed:  # a reversed entry is closed: any later record of it loses
+            rejected.append({"line": number, "reason": "DUPLICATE"})
             continue
         entry = {"line": number, "account": account, "entry_id": key[1],
                  "version": int(rec[29:31]), "value_date": value_date, "currency": currency,
@@ -162,13 +170,13 @@ def _cut(line):
 
 
 def _brute_zoned(field):
-    if not field or field[-1] not in POSITIVE + NEGATIVE:
+    if not field or field[-1] not in POSITIVE + NEGATIVE + "0123456789":
         return None
     digits = field[:-1]
     if not digits or any(c not in "0123456789" for c in digits):
         return None
     last = field[-1]
-    digit = (POSITIVE + NEGATIVE).index(last) % 10
+    digit = (POSITIVE + NEGATIVE + "0123456789").index(last) % 10
     number = int(digits + str(digit))
     return -number if last in NEGATIVE else number
 
@@ -215,7 +223,7 @@ def _brute(text, tie_later):
     header = lines[0] + " " * RECORD_LENGTH
     business = _brute_date(header[13:19])
     currency_default = header[25:28]
-    accepted, rejected, pairs = [], [], []
+    accepted, rejected, pairs, gone = [], [], [], []
     for offset, line in enumerate(body):
         number = numbers[offset + 1]
         fields = _cut(line)
@@ -240,8 +248,12 @@ def _brute(text, tie_later):
             if match:
                 accepted.remove(match[0])
                 pairs.append([match[0]["line"], number])
+                gone.append((fields["account"], entry_id))
             else:
                 rejected.append({"line": number, "reason": "ORPHAN_REVERSAL"})
+            continue
+        if (fields["account"], entry_id) in gone:
+            rejected.append({"line": number, "reason": "DUPLICATE"})
             continue
         exponent = EXPONENTS[currency]
         scaled = Decimal(value).scaleb(-exponent)
@@ -282,10 +294,12 @@ def digest(result):
 
 # ---------------------------------------------------------------------- rendering files
 
-def _zoned_text(value, width):
+def _zoned_text(value, width, unsigned=False):
     digits = str(abs(value)).zfill(width)
     if len(digits) > width:
         raise AssertionError("amount too wide for its field")
+    if unsigned and value >= 0:
+        return digits
     table = NEGATIVE if value < 0 else POSITIVE
     return digits[:-1] + table[int(digits[-1])]
 
@@ -295,11 +309,11 @@ def _yymmdd(day):
 
 
 def _record(kind, account, entry_id, version, value_date, currency, value, reference,
-            counterparty):
+            counterparty, unsigned=False):
     """One 100-character D or R record; value_date is a date, "000000" or a raw string;
     value an int (minor units) or a raw 13-character string."""
     date_text = value_date if isinstance(value_date, str) else _yymmdd(value_date)
-    amount = value if isinstance(value, str) else _zoned_text(value, 13)
+    amount = value if isinstance(value, str) else _zoned_text(value, 13, unsigned)
     parts = [kind, account.ljust(12)[:12], entry_id.ljust(16)[:16], f"{version:02d}",
              date_text.ljust(6)[:6], currency.ljust(3)[:3], amount.ljust(13)[:13],
              reference.ljust(18)[:18], counterparty.ljust(29)[:29]]
@@ -313,11 +327,12 @@ def _header(bank, business_date, sequence, currency, version=LAYOUT_VERSION):
     return line.ljust(RECORD_LENGTH)
 
 
-def _trailer(count, total):
-    return f"T{count:07d}{_zoned_text(total, 18)}".ljust(RECORD_LENGTH)
+def _trailer(count, total, unsigned=False):
+    return f"T{count:07d}{_zoned_text(total, 18, unsigned)}".ljust(RECORD_LENGTH)
 
 
-def _assemble(header, body, trailer=None, crlf=False, strip_blanks=(), count=None, total=None):
+def _assemble(header, body, trailer=None, crlf=False, strip_blanks=(), count=None, total=None,
+              unsigned_total=False):
     """Header, body records and a trailer with the right count and control total (unless
     count/total override it); strip_blanks: body indexes whose trailing blanks are cut."""
     lines = list(body)
@@ -328,7 +343,7 @@ def _assemble(header, body, trailer=None, crlf=False, strip_blanks=(), count=Non
                                       else line[40:53]) or 0
                          for line in lines if line[:1] in ("D", "R"))
         trailer = _trailer(len(lines) if count is None else count,
-                           real_total if total is None else total)
+                           real_total if total is None else total, unsigned_total)
     ending = "\r\n" if crlf else "\n"
     return ending.join([header, *lines, trailer]) + ending
 
@@ -398,7 +413,7 @@ class _Maker:
 
     def detail(self, *, currency=None, negative=None, leading_zero=None, blank_currency=False,
                leading_ref=False, padded_cp=False, zero_date=False, version=None, kind="D",
-               account=None, entry_id=None, value=None):
+               account=None, entry_id=None, value=None, unsigned=False):
         rng = self.rng
         currency = currency or self.currency
         shown_currency = "   " if blank_currency else currency
@@ -413,6 +428,7 @@ class _Maker:
             "value": self.value(currency, negative) if value is None else value,
             "reference": self.reference(leading_ref),
             "counterparty": self.counterparty(padded_cp),
+            "unsigned": unsigned,
         }
         return kind, fields
 
@@ -420,7 +436,8 @@ class _Maker:
     def line(record):
         kind, f = record
         return _record(kind, f["account"], f["entry_id"], f["version"], f["value_date"],
-                       f["currency"], f["value"], f["reference"], f["counterparty"])
+                       f["currency"], f["value"], f["reference"], f["counterparty"],
+                       f.get("unsigned", False))
 
 
 def _plain_batch(maker, count):
@@ -439,13 +456,16 @@ def _random_batch(maker, count, rng, messy=True):
     while len(lines) < count:
         roll = rng.random()
         pick = rng.choice(made) if made else None
-        if pick is not None and (pick[1]["account"], pick[1]["entry_id"]) in dead:
-            pick = None
+        closed = pick is not None and (pick[1]["account"], pick[1]["entry_id"]) in dead
+        if closed and roll >= 0.08:
+            pick = None  # a reversed entry may still be resent (late retransmission), nothing else
         if roll < 0.08 and pick:
             f = pick[1]
             step = rng.choice([-1, 0, 1, 1])
+            value = maker.value(maker.currency)
             dup = dict(f, version=max(0, min(99, f["version"] + step)),
-                       reference=maker.reference(), value=maker.value(maker.currency))
+                       reference=maker.reference(), value=value,
+                       unsigned=value > 0 and rng.random() < 0.2)
             made.append(("D", dup))
             lines.append(maker.line(("D", dup)))
         elif roll < 0.12 and pick:
@@ -482,6 +502,7 @@ def _random_batch(maker, count, rng, messy=True):
                 leading_ref=rng.random() < 0.15,
                 padded_cp=rng.random() < 0.1,
                 zero_date=rng.random() < 0.1,
+                unsigned=rng.random() < 0.15,
             )
             if record[1]["currency"] == "   ":
                 record = ("D", dict(record[1], value=maker.value(maker.currency)))
@@ -596,7 +617,7 @@ def _edge_cases(rng, tie_later):
     body.append(maker.line(("D", dict(f, account="12345 789012"))))
     body.append(maker.line(("D", dict(maker.detail(leading_zero=False)[1], currency="EUD"))))
     raw = _zoned_text(maker.value("EUR"), 13)
-    body.append(maker.line(("D", dict(maker.detail(leading_zero=False)[1], value=raw[:-1] + "5"))))
+    body.append(maker.line(("D", dict(maker.detail(leading_zero=False)[1], value=raw[:10] + "." + raw[11:]))))
     body.append(maker.line(("D", dict(maker.detail(leading_zero=False)[1], value_date="260230"))))
     body.append("X" + maker.line(maker.detail(leading_zero=False))[1:])
     body.append(maker.line(maker.detail(leading_zero=False)) + "  7")
@@ -677,7 +698,147 @@ def _edge_cases(rng, tie_later):
     body = [maker.line(("D", dict(maker.detail(leading_zero=False)[1], value="000000000000}"))),
             maker.line(maker.detail(leading_zero=False))]
     cases["zero_amount_unsigned"] = _assemble(header, body)
+
+    # 2.0.0: the host's unsigned positive values (plain last digit, zone F) are credits, in
+    # every currency, and count positive in the control total (the bank's sample listing).
+    maker, header = fresh("EUR")
+    body = [maker.line(maker.detail(currency=c, negative=False, leading_zero=False, unsigned=True))
+            for c in ["EUR", "JPY", "KWD", "GBP"]]
+    body.insert(2, maker.line(maker.detail(negative=True, leading_zero=False)))
+    body.append(maker.line(maker.detail(blank_currency=True, negative=False, leading_zero=False,
+                                        unsigned=True)))
+    cases["unsigned_amount_is_credit"] = _assemble(header, body)
+    maker, header = fresh()
+    body = [maker.line(maker.detail(negative=False, leading_zero=False, unsigned=True))
+            for _ in range(3)]
+    body.append(maker.line(maker.detail(negative=False, leading_zero=False)) + " 1")  # too long
+    body.append(maker.line(maker.detail(negative=False, leading_zero=False)))
+    cases["unsigned_control_total"] = _assemble(header, body, unsigned_total=True)
+    # An unsigned credit and its (overpunched) reversal cancel out.
+    maker, header = fresh()
+    a = maker.detail(negative=False, leading_zero=False, unsigned=True)
+    body = [maker.line(a), maker.line(maker.detail(leading_zero=False)),
+            maker.line(("R", dict(a[1], value=-a[1]["value"])))]
+    cases["unsigned_credit_reversed"] = _assemble(header, body)
+
+    # 2.0.0: a reversed entry is closed. The bank never reuses the id, so a later record of it
+    # is a late retransmission that loses (DUPLICATE), whatever its version; a second reversal
+    # finds nothing live (ORPHAN_REVERSAL); a record with its own field error keeps that code.
+    maker, header = fresh()
+    a = maker.detail(version=1, leading_zero=False)
+    body = [maker.line(a), maker.line(maker.detail(leading_zero=False)),
+            maker.line(("R", dict(a[1], value=-a[1]["value"]))),
+            maker.line(("D", dict(a[1], version=2, counterparty=maker.counterparty()))),
+            maker.line(maker.detail(leading_zero=False))]
+    cases["resend_after_reversal_higher_version"] = _assemble(header, body)
+    maker, header = fresh()
+    a = maker.detail(version=2, leading_zero=False)
+    body = [maker.line(a), maker.line(("R", dict(a[1], value=-a[1]["value"]))),
+            maker.line(maker.detail(leading_zero=False)), maker.line(a)]
+    cases["resend_after_reversal_equal_version"] = _assemble(header, body)
+    maker, header = fresh()
+    a = maker.detail(version=1, leading_zero=False)
+    body = [maker.line(a), maker.line(("R", dict(a[1], value=-a[1]["value"]))),
+            maker.line(("D", dict(a[1], version=3))),
+            maker.line(("R", dict(a[1], version=3, value=-a[1]["value"]))),
+            maker.line(maker.detail(leading_zero=False))]
+    cases["resend_and_second_reversal"] = _assemble(header, body)
+    # Superseded, then the winner reversed, then both versions resent.
+    maker, header = fresh()
+    a = maker.detail(version=1, leading_zero=False)
+    a2 = ("D", dict(a[1], version=2, value=maker.value(maker.currency)))
+    body = [maker.line(a), maker.line(a2), maker.line(maker.detail(leading_zero=False)),
+            maker.line(("R", dict(a2[1], value=-a2[1]["value"]))),
+            maker.line(a), maker.line(("D", dict(a[1], version=3)))]
+    cases["superseded_reversed_resent"] = _assemble(header, body)
+    maker, header = fresh()
+    a = maker.detail(version=1, leading_zero=False)
+    body = [maker.line(a), maker.line(("R", dict(a[1], value=-a[1]["value"]))),
+            maker.line(("D", dict(a[1], version=2, value_date="261332"))),
+            maker.line(("D", dict(a[1], version=2, currency="EUX"))),
+            maker.line(("D", dict(a[1], version=2)))]
+    cases["resend_after_reversal_field_codes"] = _assemble(header, body)
     return cases
+
+
+# ------------------------------------------- the bank's sample file and its reference listing
+
+SAMPLE_NAME = "CMS3_0047112_260313_000412"
+
+
+def _sample_files():
+    """samples/<name>.dat (CR LF, as the bank delivers) and the listing the bank's reference
+    reader prints for it. The same for every instance (a fixed seed, no rng, no names, no
+    tie: no two records share a version); it shows two rules no document states: an unsigned
+    last byte is a positive amount (the control total only matches that way) and a record of
+    an entry that was reversed loses (line 13: a higher version after the reversal)."""
+    rng = random.Random(20260313)
+    business = datetime.date(2026, 3, 13)
+    maker = _Maker(rng, business, "EUR")
+    header = _header("CMSFRA01", business, 412, "EUR")
+    line = maker.line
+
+    def detail(**kwargs):
+        return maker.detail(leading_zero=kwargs.pop("leading_zero", False), **kwargs)
+
+    x = detail(version=1, negative=False)
+    y = detail(version=1, negative=False)
+    body = [
+        line(detail(negative=False)),
+        line(detail(negative=True, leading_zero=True)),
+        line(detail(currency="JPY", negative=False, unsigned=True)),
+        line(detail(blank_currency=True, negative=False, unsigned=True)),
+        line(x),
+        line(detail(currency="KWD", negative=True)),
+        line(y),
+        line(("D", dict(x[1], version=2, counterparty=maker.counterparty()))),
+        line(("R", dict(y[1], value=-y[1]["value"]))),
+        line(detail(leading_ref=True, zero_date=True, negative=True)),
+        line(detail(negative=False, unsigned=True)),
+        line(("D", dict(y[1], version=2, counterparty=maker.counterparty()))),
+        line(detail(currency="CHF", negative=True)),
+    ]
+    raw = _zoned_text(maker.value("EUR", negative=False), 13)
+    body.append(line(("D", dict(detail()[1], value=raw[:4] + " " + raw[5:]))))
+    body.append(line(detail(padded_cp=True, negative=False)))
+    body.append(line(detail(currency="USD", negative=True)))
+    text = _assemble(header, body, crlf=True)
+    result = _import(text, False)
+    if result != _import(text, True) or result != _brute(text, False):
+        raise AssertionError("the sample file depends on the tie rule or the importers disagree")
+
+    records = text.split("\r\n")
+    outcome = {e["line"]: "POSTED" for e in result["entries"]}
+    outcome.update({r["line"]: "REJECTED " + r["reason"] for r in result["rejected"]})
+    for original, reversal in result["reversed"]:
+        outcome[original] = f"REVERSED BY LINE {reversal}"
+        outcome[reversal] = f"REVERSES LINE {original}"
+    total = sum(_zoned(r.ljust(RECORD_LENGTH)[40:53]) or 0 for r in records[1:-2] if r[:1] in "DR")
+    out = [
+        "CMS-STMT-3 REFERENCE READER  REL 3.0.4                    CASH MANAGEMENT SERVICES  PAGE 0001",
+        f"FILE      {SAMPLE_NAME}.dat",
+        "HEADER    SENDER CMSFRA01   BUSINESS DATE 2026-03-13   SEQUENCE 000412   DEFAULT CCY EUR",
+        f"TRAILER   RECORD COUNT {len(body):07d} MATCHED   CONTROL TOTAL {total:+019d} MATCHED",
+        "",
+        "LINE T ACCOUNT      ENTRY ID         V  VALUE DATE CCY            AMOUNT  RESULT",
+        "---- - ------------ ---------------- -- ---------- --- -----------------  ------------------------",
+    ]
+    for number in range(2, len(body) + 2):
+        rec = records[number - 1].ljust(RECORD_LENGTH)
+        currency = rec[37:40] if rec[37:40] != "   " else "EUR"
+        value = _zoned(rec[40:53])
+        amount = "" if value is None else _amount(value, EXPONENTS[currency])
+        when = "2026-03-13" if rec[31:37] == "000000" else _date(rec[31:37])
+        out.append(f"{number:4d} {rec[0]} {rec[1:13]} {rec[13:29]} {rec[29:31]} {when:10s} "
+                   f"{currency:3s} {amount:>17s}  {outcome[number]}")
+    counts = {}
+    for r in result["rejected"]:
+        counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+    out += ["", f"SUMMARY   POSTED {len(result['entries']):5d}   REVERSED PAIRS "
+                f"{len(result['reversed']):3d}   REJECTED {len(result['rejected']):3d}  ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")",
+            "END OF LISTING"]
+    return {f"samples/{SAMPLE_NAME}.dat": text, f"samples/{SAMPLE_NAME}.lst": "\n".join(out) + "\n"}
 
 
 def _case(name, category, text, tie_later, visible=False):
@@ -689,10 +850,13 @@ def _case(name, category, text, tie_later, visible=False):
 
 
 _PERF_CACHE: dict = {}
+_SAMPLE_FILES: dict = {}
 
 
 def generate(params, names, rng, perf_rng):
     tie_later = params["tie_keeps"] == "later"
+    if not _SAMPLE_FILES:
+        _SAMPLE_FILES.update(_sample_files())
     cases = []
     for index in range(2):
         maker, header = _new_file(rng)
@@ -728,6 +892,7 @@ def generate(params, names, rng, perf_rng):
     return {
         "task_data": {"input": {names["text_arg"]: example}, "expected_output": _import(example, tie_later)},
         "cases": cases,
+        "files": dict(_SAMPLE_FILES),
     }
 
 
