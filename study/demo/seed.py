@@ -100,9 +100,14 @@ def ensure_study(admin: User) -> Study:
             name="With the AI assistant",
             ai_mode=Arm.AIMode.INLINE_CHAT,
         )
-        templates = list_templates()  # the active ones, each in its own track's pool
+        # Each track's pool holds its own active templates; a track with fewer than a
+        # participant's tasks is topped up with its retired ones (a demo is a pilot).
+        templates = sorted(list_templates(retired=True), key=lambda t: (bool(t.retired), t.slug))
         for track in study.tracks.all():
-            for template in (t for t in templates if t.track == track.code):
+            mine = [t for t in templates if t.track == track.code]
+            active = [t for t in mine if not t.retired]
+            chosen = active if len(active) >= study.total_trials else mine[: study.total_trials]
+            for template in chosen:
                 TaskPoolEntry.objects.create(
                     study=study,
                     track=track,
