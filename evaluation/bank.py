@@ -8,7 +8,6 @@ problem raises :class:`BankError` with a one-sentence message naming the file an
 
 from __future__ import annotations
 
-import datetime
 import keyword
 import math
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.bank_files import check_files, content_hash
+from evaluation.retirements import read_retirements
 from evaluation.runtimes import DEFAULT_RUNTIME, REGISTRY
 from evaluation.spec import BankError, TemplateSpec
 
@@ -40,7 +40,6 @@ def bank_root() -> Path:
 
 
 MANIFEST = "template.toml"
-RETIRED = "RETIRED.toml"  # the retired templates: slug -> on, reason
 ENTRY_KINDS = ("function", "cli", "wsgi")
 TRACKS = ("SDE", "MLE", "DS")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -192,25 +191,8 @@ def _check_performance(where: Path, table: object, params: dict[str, Any]) -> tu
 
 
 def retirements(bank_dir: Path | None = None) -> dict[str, tuple[str, str]]:
-    """``RETIRED.toml`` of the bank: slug -> (ISO date, reason). A retired template keeps its
-    files, version and content hash (retiring it changes nothing in it), still loads for the
-    studies and exports that used it, and is offered for nothing new."""
-    where = (bank_dir or bank_root()) / RETIRED
-    if not where.is_file():
-        return {}
-    try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BankError(f"{where}: is not valid TOML ({exc}).") from exc
-    out = {}
-    for slug, table in data.items():
-        if not isinstance(table, dict) or set(table) != {"on", "reason"}:
-            raise _fail(where, slug, "must be a table with exactly 'on' (a date) and 'reason'")
-        on = table["on"]
-        if not isinstance(on, datetime.date) or isinstance(on, datetime.datetime):
-            raise _fail(where, f"{slug}.on", "must be a TOML date like 2026-12-02")
-        out[slug] = (on.isoformat(), _text(where, table, "reason", 300))
-    return out
+    """The bank's retired templates: slug -> (ISO date, reason) (``evaluation.retirements``)."""
+    return read_retirements(bank_dir or bank_root())
 
 
 def _check_param(where: Path, name: str, spec: object) -> None:
