@@ -65,7 +65,7 @@ def judge(case: TestCase, spec: RunSpec, result: RunResult, compare: Compare | N
         return CaseOutcome(Verdict.OLE, "printed more output than allowed (remove debug prints)")
     if status is RunStatus.FSIZE:
         return CaseOutcome(Verdict.RE, f"wrote a file larger than {spec.fsize_mib} MiB")
-    envelope = _last_json_line(result.stdout)
+    envelope = last_json_line(result.stdout)
     if envelope is None:
         tail = result.stderr_tail.strip().splitlines()
         reason = tail[-1] if tail else f"exit code {result.exit_code}, signal {result.signal}"
@@ -78,7 +78,7 @@ def judge(case: TestCase, spec: RunSpec, result: RunResult, compare: Compare | N
     return CaseOutcome(Verdict.OK, "") if ok else CaseOutcome(Verdict.WA, message[:300])
 
 
-def _last_json_line(stdout: bytes) -> dict[str, Any] | None:
+def last_json_line(stdout: bytes) -> dict[str, Any] | None:
     for line in reversed(stdout.decode("utf-8", "replace").strip().splitlines()):
         try:
             value = json.loads(line)

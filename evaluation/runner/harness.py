@@ -37,6 +37,15 @@ Mode ``call`` (``entry.kind``: ``function``, ``cli`` or ``wsgi``)::
          (``method``, ``path``, ``query``, ``headers``, ``body`` text); the result is
          ``{"status": <int>, "headers": {<lower-case name>: <value>}, "body": <text>}``.
 
+Mode ``calls`` (the bank's own code only: ``validate_bank`` runs a reference, a literal reading
+or the starter on every functional test in one process, so a task runtime's imports are paid
+once; participants' code always gets one fresh process per test)::
+
+    {"mode": "calls", "root": ..., "entry": ..., "calls": [{"args": [...], "kwargs": {...}}, ...]}
+    -> {"ok": true, "calls": [<the call-mode reply of each call, in order>]}
+
+    A resource exhaustion (memory, file size) ends the whole run as in call mode.
+
 Mode ``unittest``::
 
     {"mode": "unittest", "root": "/sandbox/work", "tests": ["test_visible.py"]}
@@ -351,20 +360,37 @@ def _add_paths(paths: object) -> None:
 
 def handle(request: object, result_fd: int) -> tuple[str, str]:
     """Return (reply line, stderr note); a non-empty note means "exit 1 with this on stderr"."""
-    if not isinstance(request, dict) or request.get("mode") not in ("call", "unittest"):
-        return _fail("BadRequest", "the request must be a JSON object with mode call|unittest"), ""
+    if not isinstance(request, dict) or request.get("mode") not in ("call", "calls", "unittest"):
+        message = "the request must be a JSON object with mode call|calls|unittest"
+        return _fail("BadRequest", message), ""
     try:
         _add_paths(request.get("path", []))
     except HarnessError as exc:
         return _fail(exc.code, exc.message), ""
+    if request["mode"] != "calls":
+        return _attempt(request, result_fd)
+    calls = request.get("calls")
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        return _fail("BadRequest", "the request needs 'calls' (a list of objects)"), ""
+    replies = []
+    for call in calls:
+        one = dict(request, mode="call", args=call.get("args", []), kwargs=call.get("kwargs", {}))
+        line, note = _attempt(one, result_fd)
+        if note:
+            return line, note
+        replies.append(line.strip())
+    return '{"ok": true, "calls": [' + ", ".join(replies) + "]}\n", ""
+
+
+def _attempt(request: dict[str, Any], result_fd: int) -> tuple[str, str]:
+    """One call or one unittest run, its failures turned into a reply (see ``handle``)."""
     root = (
         _resolve(request.get("root", "/sandbox/work"))
         if isinstance(request.get("root", ""), str)
         else ""
     )
-    unittest_mode = request["mode"] == "unittest"
     try:
-        if unittest_mode:
+        if request["mode"] == "unittest":
             return do_unittest(request, result_fd), ""
         return do_call(request), ""
     except HarnessError as exc:

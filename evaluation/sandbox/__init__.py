@@ -138,16 +138,32 @@ def call_spec(
     runtime's packages)."""
     if isinstance(entry, str):
         entry = {"kind": "function", "module": "solution", "name": entry}
-    request: dict[str, Any] = {
-        "mode": "call",
-        "root": f"/sandbox/{WORK}",
+    request = {"mode": "call", "entry": entry, "args": args, "kwargs": kwargs or {}}
+    return _entry_spec(workspace, request, limits)
+
+
+def calls_spec(
+    workspace: Workspace,
+    entry: dict[str, str],
+    calls: list[tuple[list[Any], dict[str, Any]]],
+    **limits: Any,
+) -> RunSpec:
+    """Several calls of one entry point in ONE process (the harness's ``calls`` mode): for the
+    bank's own code only (references, literal readings, starters under ``validate_bank``),
+    never for a participant's, which gets a fresh process per test (``call_spec``)."""
+    request = {
+        "mode": "calls",
         "entry": entry,
-        "args": args,
-        "kwargs": kwargs or {},
+        "calls": [{"args": args, "kwargs": kwargs} for args, kwargs in calls],
     }
+    return _entry_spec(workspace, request, limits)
+
+
+def _entry_spec(workspace: Workspace, request: dict[str, Any], limits: dict[str, Any]) -> RunSpec:
+    request["root"] = f"/sandbox/{WORK}"
     _add_runtime_path(request, limits)
     files = {"harness.py": harness_source(), **workspace_files(workspace)}
-    if entry["kind"] != "function":
+    if request["entry"]["kind"] != "function":
         files["harness_entries.py"] = entries_source()
     return RunSpec(files=files, argv=HARNESS_ARGV, stdin=json.dumps(request).encode(), **limits)
 

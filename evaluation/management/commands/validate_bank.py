@@ -11,13 +11,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from evaluation.bank import BankError, list_templates, load_template
 from evaluation.bank_files import LITERAL_PREFIX
 from evaluation.calibration import perf_fingerprint
-from evaluation.grading import grade_functional
 from evaluation.instantiate import instantiate, perf_key
 from evaluation.management.commands._common import open_sandbox, usage_error
 from evaluation.runs import workspace_of
 from evaluation.sandbox.base import Sandbox
 from evaluation.services import GradingUnavailable, grade_instance
 from evaluation.spec import Instance, TemplateSpec
+from evaluation.trusted_runs import grade_functional_together
 
 # Workspace paths a README names: `path/to/file.ext` in backticks, or a Markdown link target.
 _NAMED_PATH = re.compile(r"`([A-Za-z0-9_./-]+\.[A-Za-z0-9]+)`|\]\(([^)\s]+)\)")
@@ -66,7 +66,7 @@ def literal_problems(instance: Instance, sandbox: Sandbox) -> list[str]:
     for kind, files in instance.references.items():
         if not kind.startswith(LITERAL_PREFIX):
             continue
-        rows, _ = grade_functional(instance, workspace_of(instance, files), sandbox=sandbox)
+        rows = grade_functional_together(instance, workspace_of(instance, files), sandbox=sandbox)
         hidden = {c.name for c in instance.hidden_cases if c.kind == "functional"}
         if all(r["verdict"] == "OK" for r in rows if r["name"] in hidden):
             problems.append(
@@ -150,12 +150,12 @@ class Command(BaseCommand):
         seed = instance.seed
         problems = []
         starter = instance.starter_files()
-        rows, _ = grade_functional(instance, workspace_of(instance, starter), sandbox=sandbox)
+        rows = grade_functional_together(instance, workspace_of(instance, starter), sandbox=sandbox)
         if all(r["verdict"] == "OK" for r in rows):
             problems.append(f"seed {seed}: the starter passes every functional test")
         for label in ("efficient", "naive"):
             workspace = workspace_of(instance, instance.references[label])
-            rows, _ = grade_functional(instance, workspace, sandbox=sandbox)
+            rows = grade_functional_together(instance, workspace, sandbox=sandbox)
             bad = [
                 f"{r['name']} {r['verdict']} {r['message']}" for r in rows if r["verdict"] != "OK"
             ]
