@@ -19,6 +19,9 @@ from bisect import bisect_left, bisect_right
 
 DAY = 86400
 HOUR = 3600
+# Every load and landing hour the parameters allow: the performance labels sit on all of them,
+# so the performance batch depends on perf_labels only.
+PERF_HOURS = (2, 3, 4, 6, 7)
 EPOCH = datetime.datetime(2025, 1, 1)
 GRADES = ["A", "B", "C", "D", "E"]
 
@@ -155,15 +158,12 @@ def _world(rng, n_accounts, n_customers, first_day, last_day, density, snap_from
     return {"customers": customers, "links": links, "txns": txns, "snaps": snaps}
 
 
-def _labels(rng, world, n, first_day, last_day, params, start_id):
-    special = [
-        params["txn_load_hour"] * HOUR,
-        params["txn_load_hour"] * HOUR - 1,
-        params["snapshot_land_hour"] * HOUR,
-        params["snapshot_land_hour"] * HOUR - 1,
-        0,
-        DAY - 1,
-    ]
+def _labels(rng, world, n, first_day, last_day, hours, start_id):
+    """Labels whose prediction times often sit on a boundary: midnight, or one of ``hours``
+    (the load and landing hours) and the second before it."""
+    special = [0, DAY - 1]
+    for hour in hours:
+        special += [hour * HOUR, hour * HOUR - 1]
     customers = world["customers"] + ["C0000000"]  # one nobody has ever linked
     out = []
     for i in range(n):
@@ -413,7 +413,8 @@ RULE_CASES = [
 def _small(rng, params, n_labels=30):
     first, last = 10, 110
     world = _world(rng, rng.randint(7, 10), rng.randint(5, 7), first, last, rng.uniform(0.4, 0.8))
-    labels = _labels(rng, world, n_labels, 60, last + 2, params, rng.randint(1000, 9000))
+    hours = (params["txn_load_hour"], params["snapshot_land_hour"])
+    labels = _labels(rng, world, n_labels, 60, last + 2, hours, rng.randint(1000, 9000))
     return world, labels
 
 
@@ -494,7 +495,7 @@ def generate(params, names, rng, perf_rng):
 
     # Performance: one extract shared by every instance with the same perf_labels.
     perf_world = _world(perf_rng, 600, 480, 0, 150, 0.33, snap_from=105, dup=0.01)
-    perf_labels = _labels(perf_rng, perf_world, params["perf_labels"], 115, 150, params, 1)
+    perf_labels = _labels(perf_rng, perf_world, params["perf_labels"], 115, 150, PERF_HOURS, 1)
     label_cols, tables = encode(perf_world, perf_labels)
     cases.append({"name": "scale_training_set", "kind": "performance", "category": "scale",
                   "args": [label_cols, tables], "expected": _fast(perf_world, perf_labels, params)})
