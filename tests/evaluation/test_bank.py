@@ -32,8 +32,7 @@ def test_each_track_offers_four_templates_covering_every_difficulty() -> None:
     assert [t.slug for t in active] == sorted(t.slug for t in active)
     for track in ("SDE", "MLE", "DS"):
         mine = [t for t in active if t.track == track]
-        # Issue 13 asks for four per track; DS has three until its fourth template lands.
-        assert len(mine) >= (3 if track == "DS" else 4), track
+        assert len(mine) >= 4, track
         assert {t.difficulty for t in mine} == {"easy", "medium", "hard"}, track
     diagrams = [t for t in active if (t.path / "diagrams").is_dir()]
     assert len(diagrams) >= 4
