@@ -366,6 +366,69 @@ def _scenarios(rng, params, model):
     log.post(m1, body, key)
     out["idem_expiry_exact"] = log
 
+    # Ledger numbers are drawn at authorisation: declines use one, replays, validation errors
+    # and crashes before authorisation do not; one sequence across merchants.
+    log = new()
+    log.tick(1000 - log.now % 1000 + rng.randint(0, 300))
+    log.post(m1, _body(rng, c1, "EUR", extras=False), _key(rng))
+    log.tick(rng.randint(20, 150))
+    key = _key(rng)
+    declined = _body(rng, c1, "USD", method=rng.choice(DECLINES), extras=False)
+    log.post(m1, declined, key)
+    log.tick(rng.randint(20, 150))
+    log.post(m2, _body(rng, c2, "EUR", method=rng.choice(DECLINES), extras=False))
+    log.tick(rng.randint(20, 150))
+    log.post(m1, _body(rng, c2, "GBP", extras=False))
+    log.tick(rng.randint(20, 150))
+    log.post(m1, declined, key)  # replayed, no number
+    log.tick(rng.randint(20, 150))
+    log.post(m1, {**declined, "amount": 3}, _key(rng))  # validation error, no number
+    crash_key = _key(rng)
+    crashed = _body(rng, c3, "CHF", extras=False)
+    log.tick(rng.randint(20, 150))
+    log.post(m1, crashed, crash_key, fault="crash")  # dies before authorisation, no number
+    log.tick(rng.randint(20, 150))
+    log.post(m2, _body(rng, c2, "USD", extras=False))
+    log.tick(rng.randint(20, 150))
+    log.post(m1, _body(rng, c1, "USD", method=rng.choice(DECLINES), extras=False), fault="timeout")
+    log.tick(rng.randint(20, 150))
+    log.post(m1, _body(rng, c1, "EUR", extras=False))
+    log.tick(lease + 2000)
+    log.post(m1, crashed, crash_key)
+    log.tick(1000)
+    log.get(m1, "/v1/payments")
+    log.get(m2, "/v1/payments")
+    out["ledger_numbers_after_declines"] = log
+
+    # The store keeps record times in whole seconds (truncated): the lease and the key life end
+    # on the whole second, and Retry-After counts from there.
+    log = new()
+    log.tick(1000 - log.now % 1000 + 900 + rng.randint(0, 80))
+    key = _key(rng)
+    body = _body(rng, c1, "EUR", extras=False)
+    log.post(m1, body, key, fault="crash")
+    log.tick(lease - 500)
+    log.post(m1, body, key)  # past the stored lease, inside the millisecond one
+    log.tick(1000 - log.now % 1000 + 800 + rng.randint(0, 100))
+    key = _key(rng)
+    body = _body(rng, c2, "USD", extras=False)
+    log.post(m2, body, key, fault="crash")
+    log.tick(10_500)
+    log.post(m2, body, key)
+    log.tick(rng.randint(1, 400))
+    log.post(m2, body, key)
+    log.tick(1000 - log.now % 1000 + 700 + rng.randint(0, 200))
+    key = _key(rng)
+    body = _body(rng, c3, "GBP", extras=False)
+    log.post(m1, body, key)
+    log.tick(ttl - 500)
+    log.post(m1, body, key)  # the stored key life has ended
+    log.tick(1000)
+    log.post(m1, body, key)
+    log.tick(1000)
+    log.get(m1, "/v1/payments")
+    out["idem_lease_store_seconds"] = log
+
     # Keys are per merchant.
     log = new()
     key = _key(rng)
@@ -591,16 +654,23 @@ def _drive(rng, params, log, size, merchants, customers, list_share, keep=None):
                 log.post(merchant, good, key)
                 sent.append((merchant, key, good))
             continue
-        body = _body(rng, rng.choice(people[merchant]), method=rng.choice(DECLINES) if rng.random() < 0.06 else None)
+        method = rng.choice(DECLINES) if rng.random() < 0.12 else None
+        body = _body(rng, rng.choice(people[merchant]), method=method)
         fault = None
-        if rng.random() < 0.05:
-            fault = rng.choice(["crash", "timeout"])
+        if rng.random() < 0.1:
+            fault = rng.choice(["crash", "crash", "timeout"])
         key = _key(rng) if rng.random() < 0.75 else None
         log.post(merchant, body, key, fault=fault)
         if key is not None:
             sent.append((merchant, key, body))
             if len(sent) > 400:
                 sent.pop(0)
+            if fault == "crash" and rng.random() < 0.7:  # the client retries soon after the 500
+                if rng.random() < 0.5:
+                    log.tick(rng.randint(200, lease - 2000))
+                else:
+                    log.tick(rng.randint(lease - 1000, lease + 200))
+                log.post(merchant, body, key, order=rng)
     return log
 
 
