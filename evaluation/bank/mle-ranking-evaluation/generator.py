@@ -27,6 +27,7 @@ LOCALE_MARKET = {loc.lower(): m for m, locs in MARKETS.items() for loc in locs}
 CANONICAL = {loc for locs in MARKETS.values() for loc in locs}
 UNMAPPED = ["nl-NL", "sv-SE", "pl-PL"]
 SPLIT = "test"
+VENDOR = "ext-"  # the annotation vendor's judges: labels 1-4 (docs/judgments_export.md)
 
 RIGHT = {
     "gain": "exp",  # 2^g - 1 (linear: g)
@@ -44,6 +45,8 @@ RIGHT = {
     "locale_min": True,  # locales with fewer than min_queries evaluated queries are dropped
     "market": "locale_mean",  # a market is the mean of its locales' means (pooled)
     "renormalise": True,  # weights renormalised over the reported markets (total)
+    "vendor": "shift",  # ext- labels are on the vendor scale 1-4: grade = label - 1 (clip)
+    "pilot": "exclude",  # the dashed market of the diagram is reported but not in overall (include)
 }
 
 
@@ -55,7 +58,7 @@ def _disc(rank):
 
 
 def _gain(grade, mode):
-    return (2 ** grade - 1) if mode == "exp" else grade
+    return (2**grade - 1) if mode == "exp" else grade
 
 
 def aggregate(judgments, f):
@@ -71,6 +74,8 @@ def aggregate(judgments, f):
             value = 0
         else:
             value = int(grade)
+            if judge.startswith(VENDOR):
+                value = value - 1 if f["vendor"] == "shift" else min(3, value)
         pool.setdefault((q, d), []).append(value)
     out = {}
     for key, values in pool.items():
@@ -83,7 +88,7 @@ def aggregate(judgments, f):
         elif f["grade"] == "median_high":
             out[key] = values[n // 2]
         else:
-            out[key] = int(math.floor(sum(values) / n + 0.5))
+            out[key] = math.floor(sum(values) / n + 0.5)
     return out
 
 
@@ -125,7 +130,9 @@ def _dcg(rows, grades, k, tie_rule, f):
         cut = ranked[:k]
         ranked = _ranking(cut, {"dedupe": "then_cut"})
         ranked.sort(key=lambda r: -r[1])
-    rule = tie_rule if f["ties"] == "rule" else ("pessimistic" if tie_rule == "average" else "average")
+    rule = (
+        tie_rule if f["ties"] == "rule" else ("pessimistic" if tie_rule == "average" else "average")
+    )
     total = 0.0
     for first, docs in _groups(ranked):
         if first > k:
@@ -144,7 +151,7 @@ def _dcg(rows, grades, k, tie_rule, f):
 def _dcg_enumerated(rows, grades, k, tie_rule):
     """Brute force of the paper's rule: every ordering of the tied docs (average) or the worst
     one (pessimistic), after dedupe-then-cut, unjudged docs kept with gain 0."""
-    gain = {doc: 2 ** g - 1 for doc, g in grades.items()}
+    gain = {doc: 2**g - 1 for doc, g in grades.items()}
     best = {}
     for doc, score in rows:
         best[doc] = max(score, best.get(doc, score))
@@ -221,9 +228,19 @@ def report(case, params, weights, check=False, **switches):
         else:
             flat = [x for v in lists for x in v]
             out[market] = sum(flat) / len(flat)
-    if out:
-        denominator = sum(weights[m] for m in out) if f["renormalise"] else sum(weights.values())
-        overall = sum(weights[m] * v for m, v in out.items()) / denominator
+    counted = {
+        m: v for m, v in out.items() if f["pilot"] == "include" or m != params["pilot_market"]
+    }
+    if counted:
+        if f["renormalise"]:
+            denominator = sum(weights[m] for m in counted)
+        else:  # every market with an input arrow, reported or not
+            denominator = sum(
+                w
+                for m, w in weights.items()
+                if f["pilot"] == "include" or m != params["pilot_market"]
+            )
+        overall = sum(weights[m] * v for m, v in counted.items()) / denominator
     else:
         overall = None
     return {"overall": overall, "markets": dict(sorted(out.items()))}
@@ -243,11 +260,27 @@ def _mess(rng, locale):
     return locale
 
 
-def _world(rng, n_queries, first_qid, locales=None, results=(4, 22), tie_scale=40, perf=False,
-           pool_size=(6, 26), judged=0.65):
+def _world(
+    rng,
+    n_queries,
+    first_qid,
+    locales=None,
+    results=(4, 22),
+    tie_scale=40,
+    perf=False,
+    pool_size=(6, 26),
+    judged=0.65,
+    vendor_only=False,
+):
     runs, judgments, queries = [], [], []
     all_locales = [loc for locs in MARKETS.values() for loc in locs]
-    judges = [f"j-{i:03d}" for i in range(1, 40)] + [f"cal-{i:03d}" for i in range(1, 6)]
+    judges = (
+        [f"j-{i:03d}" for i in range(1, 40)]
+        + [f"cal-{i:03d}" for i in range(1, 6)]
+        + [f"{VENDOR}{i:03d}" for i in range(1, 13)]
+    )
+    if vendor_only:
+        judges = [f"{VENDOR}{i:03d}" for i in range(1, 13)]
     panel = [1, 2, 2] if perf else [1, 1, 2, 3, 4]
     latent_of = [0, 0, 0, 1, 1, 2, 3]
     noise = [-1, 0, 0, 0, 1]
@@ -270,7 +303,7 @@ def _world(rng, n_queries, first_qid, locales=None, results=(4, 22), tie_scale=4
         n_results = 0 if random() < 0.05 else min(len(pool), rng.randint(*results))
         shown = rng.sample(pool, n_results)
 
-        def score(doc):  # the model is decent: relevance shifts the score up
+        def score(doc, latent=latent):  # the model is decent: relevance shifts the score up
             value = 0.18 * latent[doc] + 0.5 * random()
             return round(min(tie_scale, int(value * tie_scale)) / tie_scale, 4)
 
@@ -289,7 +322,8 @@ def _world(rng, n_queries, first_qid, locales=None, results=(4, 22), tie_scale=4
                 if random() < 0.06:
                     grade = "X"
                 else:
-                    grade = str(max(0, min(3, base + noise[int(random() * 5)])))
+                    value = max(0, min(3, base + noise[int(random() * 5)]))
+                    grade = str(value + 1 if judge.startswith(VENDOR) else value)
                 judgments.append([q, doc, judge, grade])
     rng.shuffle(runs)
     rng.shuffle(judgments)
@@ -300,30 +334,40 @@ def _world(rng, n_queries, first_qid, locales=None, results=(4, 22), tie_scale=4
 def _quiet(rng, params, weights):
     """A visible example: one locale per market, clean locale tags, one judge per pair with
     grades 0/1, every retrieved doc judged and every judged doc retrieved, no ties, no
-    duplicates, every query in the test split."""
+    duplicates, every query in the test split. Every market gets the same query patterns (in
+    another order, with other ids), so every market has the same score and no weighting
+    choice shows in the overall."""
     markets = sorted(MARKETS)
     for _ in range(300):
         runs, judgments, queries = [], [], []
         q = rng.randint(100, 800)
         chosen = {m: rng.choice(MARKETS[m]) for m in markets}
         n_per = max(params["min_locale_queries"], 3)
+        patterns = []
+        for _i in range(n_per):
+            n_docs = rng.randint(4, 7)
+            scores = rng.sample(range(100, 1000), n_docs)
+            grades = [rng.choice("01") for _ in range(n_docs)]
+            grades[rng.randrange(n_docs)] = "1"
+            patterns.append(list(zip(scores, grades, strict=True)))
         for m in markets:
-            for _i in range(n_per):
+            for pattern in rng.sample(patterns, len(patterns)):
                 q += 1
                 queries.append([q, chosen[m], SPLIT])
-                docs = [f"D{rng.randint(10000, 99999)}{j:02d}" for j in range(rng.randint(4, 7))]
-                scores = rng.sample(range(100, 1000), len(docs))
-                grades = [rng.choice("01") for _ in docs]
-                grades[rng.randrange(len(docs))] = "1"
-                for doc, s, g in zip(docs, scores, grades):
+                stem = rng.randint(10000, 99999)
+                for j, (s, g) in enumerate(pattern):
+                    doc = f"D{stem}{j:02d}"
                     runs.append([q, doc, s / 1000])
                     judgments.append([q, doc, f"j-{rng.randint(1, 39):03d}", g])
         case = (runs, judgments, queries)
         expected = report(case, params, weights)
         if expected["overall"] is None or len(expected["markets"]) != len(markets):
             continue
-        if all(_same(report(case, params, weights, **{key: value}), expected)
-               for _, sw in RULE_CASES for key, value in sw.items()):
+        if all(
+            _same(report(case, params, weights, **{key: value}), expected)
+            for _, sw in RULE_CASES
+            for key, value in sw.items()
+        ):
             return case, expected
     raise AssertionError("no quiet visible example found")
 
@@ -357,18 +401,30 @@ RULE_CASES = [
     ("rule_small_locales_dropped", {"locale_min": False}),
     ("rule_market_is_mean_of_locales", {"market": "pooled"}),
     ("rule_weights_renormalised", {"renormalise": False}),
+    ("rule_vendor_label_scale", {"vendor": "clip"}),
+    ("rule_dashed_market_not_in_overall", {"pilot": "include"}),
 ]
 
 
 def encode(case):
     runs, judgments, queries = case
     return [
-        {"query_id": [r[0] for r in runs], "doc_id": [r[1] for r in runs],
-         "score": [r[2] for r in runs]},
-        {"query_id": [j[0] for j in judgments], "doc_id": [j[1] for j in judgments],
-         "judge_id": [j[2] for j in judgments], "grade": [j[3] for j in judgments]},
-        {"query_id": [q[0] for q in queries], "locale": [q[1] for q in queries],
-         "split": [q[2] for q in queries]},
+        {
+            "query_id": [r[0] for r in runs],
+            "doc_id": [r[1] for r in runs],
+            "score": [r[2] for r in runs],
+        },
+        {
+            "query_id": [j[0] for j in judgments],
+            "doc_id": [j[1] for j in judgments],
+            "judge_id": [j[2] for j in judgments],
+            "grade": [j[3] for j in judgments],
+        },
+        {
+            "query_id": [q[0] for q in queries],
+            "locale": [q[1] for q in queries],
+            "split": [q[2] for q in queries],
+        },
     ]
 
 
@@ -382,9 +438,16 @@ def generate(params, names, rng, perf_rng):
     example = None
     for index in range(2):
         case, expected = _quiet(rng, params, weights)
-        cases.append({"name": f"visible_example_{index + 1}", "kind": "functional",
-                      "category": "example", "args": encode(case), "expected": expected,
-                      "visible": True})
+        cases.append(
+            {
+                "name": f"visible_example_{index + 1}",
+                "kind": "functional",
+                "category": "example",
+                "args": encode(case),
+                "expected": expected,
+                "visible": True,
+            }
+        )
         example = example or (case, expected)
 
     def small(n=None):
@@ -398,33 +461,111 @@ def generate(params, names, rng, perf_rng):
                 break
         else:
             raise AssertionError(f"{name}: no case where the rule matters")
-        cases.append({"name": name, "kind": "functional", "category": "rule",
-                      "args": encode(case), "expected": expected})
+        cases.append(
+            {
+                "name": name,
+                "kind": "functional",
+                "category": "rule",
+                "args": encode(case),
+                "expected": expected,
+            }
+        )
     # Edges: nothing evaluable; a single market; heavy ties everywhere.
     case = small(6)
     case = (case[0], [[q, d, j, "0"] for q, d, j, _ in case[1]], case[2])
-    cases.append({"name": "edge_nothing_relevant", "kind": "functional", "category": "edge",
-                  "args": encode(case), "expected": report(case, params, weights, check=True)})
+    cases.append(
+        {
+            "name": "edge_nothing_relevant",
+            "kind": "functional",
+            "category": "edge",
+            "args": encode(case),
+            "expected": report(case, params, weights, check=True),
+        }
+    )
     case = _world(rng, 12, 9000, locales=MARKETS["DACH"])
-    cases.append({"name": "edge_one_market", "kind": "functional", "category": "edge",
-                  "args": encode(case), "expected": report(case, params, weights, check=True)})
+    cases.append(
+        {
+            "name": "edge_one_market",
+            "kind": "functional",
+            "category": "edge",
+            "args": encode(case),
+            "expected": report(case, params, weights, check=True),
+        }
+    )
     case = _world(rng, 30, 7000, tie_scale=4, results=(3, 7))
-    cases.append({"name": "edge_heavy_ties", "kind": "functional", "category": "edge",
-                  "args": encode(case), "expected": report(case, params, weights, check=True)})
+    cases.append(
+        {
+            "name": "edge_heavy_ties",
+            "kind": "functional",
+            "category": "edge",
+            "args": encode(case),
+            "expected": report(case, params, weights, check=True),
+        }
+    )
+    # Edges: every judgment from the vendor's judges; the dashed market and one other market.
+    edges = [
+        ("edge_outside_panel", {"vendor": "clip"}, lambda: _world(rng, 20, 8000, vendor_only=True)),
+        (
+            "edge_two_markets",
+            {"pilot": "include"},
+            lambda: _world(rng, 24, 9500, locales=MARKETS[params["pilot_market"]] + MARKETS["NA"]),
+        ),
+    ]
+    for name, switch, draw in edges:
+        for _attempt in range(80):
+            case = draw()
+            expected = report(case, params, weights, check=True)
+            if not _same(report(case, params, weights, **switch), expected):
+                break
+        else:
+            raise AssertionError(f"{name}: no case where the rule matters")
+        cases.append(
+            {
+                "name": name,
+                "kind": "functional",
+                "category": "edge",
+                "args": encode(case),
+                "expected": expected,
+            }
+        )
     for index in range(3):
         case = small()
-        cases.append({"name": f"random_run_{index + 1}", "kind": "functional",
-                      "category": "random", "args": encode(case),
-                      "expected": report(case, params, weights, check=True)})
-    perf = _world(perf_rng, params["perf_queries"], 100000, results=(16, 24), tie_scale=400,
-                  perf=True, pool_size=(20, 28), judged=0.3)
-    cases.append({"name": "scale_full_run", "kind": "performance", "category": "scale",
-                  "args": encode(perf), "expected": report(perf, params, weights)})
+        cases.append(
+            {
+                "name": f"random_run_{index + 1}",
+                "kind": "functional",
+                "category": "random",
+                "args": encode(case),
+                "expected": report(case, params, weights, check=True),
+            }
+        )
+    perf = _world(
+        perf_rng,
+        params["perf_queries"],
+        100000,
+        results=(16, 24),
+        tie_scale=400,
+        perf=True,
+        pool_size=(20, 28),
+        judged=0.3,
+    )
+    cases.append(
+        {
+            "name": "scale_full_run",
+            "kind": "performance",
+            "category": "scale",
+            "args": encode(perf),
+            "expected": report(perf, params, weights),
+        }
+    )
     runs, judgments, queries = encode(example[0])
     return {
         "task_data": {
-            "input": {names["runs_arg"]: runs, names["judgments_arg"]: judgments,
-                      names["queries_arg"]: queries},
+            "input": {
+                names["runs_arg"]: runs,
+                names["judgments_arg"]: judgments,
+                names["queries_arg"]: queries,
+            },
             "expected_output": example[1],
         },
         "cases": cases,
