@@ -453,23 +453,25 @@ def generate(params, names, rng, perf_rng):
     def small(n=None):
         return _world(rng, n or rng.randint(25, 45), rng.randint(1000, 5000))
 
-    for name, switch in RULE_CASES:
+    def where_rule_matters(name, category, switch, draw):
+        """A case drawn until turning the rule off (``switch``) changes the report."""
         for _attempt in range(80):
-            case = small()
+            case = draw()
             expected = report(case, params, weights, check=True)
             if not _same(report(case, params, weights, **switch), expected):
                 break
         else:
             raise AssertionError(f"{name}: no case where the rule matters")
-        cases.append(
-            {
-                "name": name,
-                "kind": "functional",
-                "category": "rule",
-                "args": encode(case),
-                "expected": expected,
-            }
-        )
+        return {
+            "name": name,
+            "kind": "functional",
+            "category": category,
+            "args": encode(case),
+            "expected": expected,
+        }
+
+    for name, switch in RULE_CASES:
+        cases.append(where_rule_matters(name, "rule", switch, small))
     # Edges: nothing evaluable; a single market; heavy ties everywhere.
     case = small(6)
     case = (case[0], [[q, d, j, "0"] for q, d, j, _ in case[1]], case[2])
@@ -512,22 +514,7 @@ def generate(params, names, rng, perf_rng):
         ),
     ]
     for name, switch, draw in edges:
-        for _attempt in range(80):
-            case = draw()
-            expected = report(case, params, weights, check=True)
-            if not _same(report(case, params, weights, **switch), expected):
-                break
-        else:
-            raise AssertionError(f"{name}: no case where the rule matters")
-        cases.append(
-            {
-                "name": name,
-                "kind": "functional",
-                "category": "edge",
-                "args": encode(case),
-                "expected": expected,
-            }
-        )
+        cases.append(where_rule_matters(name, "edge", switch, draw))
     for index in range(3):
         case = small()
         cases.append(
