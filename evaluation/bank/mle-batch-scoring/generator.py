@@ -308,29 +308,8 @@ def generate(params, names, rng, perf_rng):
     rows = with_field("tenure_months", ["130", "0", "97"])
     rows[0][6] = "14"
     cases.append(one("clip_tenure_and_late_payments", "edge", rows))
-    # The decision uses the published (rounded) score: find a row just under the threshold.
-    found = None
-    usage = pre["numeric"]["data_usage_gb"]
-    slope = coefficients["data_usage_gb"] / usage["std"]
-    target = math.log((threshold - 2.5e-5) / (1 - threshold + 2.5e-5))
-    for attempt in range(200):
-        row = base(1)[0]
-        row[3] = "0.00"
-        p0 = _raw_probability(row, pre, coefficients)
-        rest = math.log(p0 / (1 - p0)) - slope * (0.0 - usage["mean"])
-        gb = math.expm1(usage["mean"] + (target - rest) / slope)
-        if not 0.0 <= gb <= 190.0:
-            continue
-        for k in range(-8, 9):
-            row[3] = f"{max(gb + k / 100, 0.0):.2f}"
-            p = _raw_probability(row, pre, coefficients)
-            if round(p, 4) == threshold and p < threshold:
-                found = list(row)
-                break
-        if found:
-            break
-    if found is None:
-        raise AssertionError("no boundary row found")
+    # The decision uses the published (rounded) score: a row just under the threshold.
+    found = _boundary_row(base, pre, coefficients, threshold)
     cases.append(one("decision_on_rounded_score", "edge", [found, *base(2)]))
     for index in range(5):
         cases.append(one(f"random_batch_{index + 1}", "random",
@@ -347,6 +326,35 @@ def generate(params, names, rng, perf_rng):
                   "model/coefficients.csv": _coefficients_csv(coefficients),
                   "data/nightly_batch.csv": big},
     }
+
+
+def _boundary_row(base, pre, coefficients, threshold):
+    """A plain row whose raw probability is in [threshold - 5e-5, threshold): the published
+    score (4 decimals) equals the threshold, so the offer is made although the raw score is
+    below it. Data usage (0.01 GB steps) aims at the threshold; the monthly charge (one-cent
+    steps) fills the gaps where one usage step moves the score by more than the window."""
+    usage = pre["numeric"]["data_usage_gb"]
+    slope = coefficients["data_usage_gb"] / usage["std"]
+    target = math.log((threshold - 2.5e-5) / (1 - threshold + 2.5e-5))
+    for _ in range(400):
+        row = base(1)[0]
+        row[3] = "0.00"
+        p0 = _raw_probability(row, pre, coefficients)
+        rest = math.log(p0 / (1 - p0)) - slope * (0.0 - usage["mean"])
+        gb = math.expm1(usage["mean"] + (target - rest) / slope)
+        if not 0.0 <= gb <= 190.0:
+            continue
+        charge = round(float(row[2]) * 100)
+        for cents in sorted(range(-300, 301), key=abs):
+            if not 500 <= charge + cents <= 20000:
+                continue
+            row[2] = f"{(charge + cents) / 100:.2f}"
+            for k in range(-8, 9):
+                row[3] = f"{max(gb + k / 100, 0.0):.2f}"
+                p = _raw_probability(row, pre, coefficients)
+                if round(p, 4) == threshold and p < threshold:
+                    return list(row)
+    raise AssertionError("no boundary row found")
 
 
 def _raw_probability(row, pre, coefficients):

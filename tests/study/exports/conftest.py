@@ -15,6 +15,10 @@ from tests.study.exports.demo_packages import Built, build_demo_packages
 def built(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
+    # The rows are committed outside any test's transaction: flush them even when building
+    # fails half-way, or the leftovers break unrelated tests later in the run.
     with django_db_blocker.unblock():
-        yield build_demo_packages(tmp_path_factory.mktemp("exports"))
-        call_command("flush", interactive=False, verbosity=0)
+        try:
+            yield build_demo_packages(tmp_path_factory.mktemp("exports"))
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
