@@ -148,6 +148,9 @@ def render(spec, rng, fancy=True):
         if item.get("valid_until") is not None:
             out.append(f"valid_until = {_iso(item['valid_until'], item.get('style', 'z'))}")
         out.append("")
+    for tenant, tier, note in spec.get("late_tenants", []):
+        # A second section for a tenant, appended later: the loader skips it (sidecar runbook).
+        out += [f"# {note}", f"[tenant {tenant}]", f"tier = {tier}", ""]
     return "\n".join(out)
 
 
@@ -159,9 +162,11 @@ def brute(spec, requests):
     for name, parent, lines in spec["tiers"]:
         own = {k.lower(): (_rate_ms(r), b) for k, r, b in lines}
         tiers[name] = {**(tiers[parent] if parent else {}), **own}
-    tenants = dict(spec["tenants"])
+    tenants = {}
+    for tenant, tier, *_note in list(spec["tenants"]) + list(spec.get("late_tenants", [])):
+        tenants.setdefault(tenant, tier)  # the first section of a tenant wins
     reload = spec["reload_ms"]
-    window = spec["dedup_ms"]
+    slots = spec["dedup_ms"] // 1000  # idcache: one-second slots
     tat = {}
     log = {}  # tenant -> list of [first, rid, allowed]
     out = []
@@ -170,7 +175,7 @@ def brute(spec, requests):
         if path in ("/healthz", "/readyz", "/livez", "/ping") or path.startswith("/_health/"):
             out.append(0)
             continue
-        entries = [e for e in log.get(tenant, []) if now - e[0] < window]
+        entries = [e for e in log.get(tenant, []) if now // 1000 - e[0] // 1000 < slots]
         log[tenant] = entries
         match = None
         if retry:
@@ -287,6 +292,27 @@ def random_stream(rng, spec, tenants, size, start, heavy=False):
     return stream.items[:size]
 
 
+def late_retries(rng, items, window_ms, count, admitted=None):
+    """Flagged retries that arrive in the last second of their id's dedup window (measured in
+    milliseconds from the first sighting), merged into the stream in time order. About half of
+    them fall after the id's one-second slot has been dropped from idcache."""
+    end = items[-1][0] if items else 0
+    health = set(HEALTH)
+    pool = [i for i, item in enumerate(items)
+            if not item[4] and item[2].split("?")[0] not in health and item[0] + window_ms < end
+            and (admitted is None or admitted[i])]
+    extra = []
+    for index in rng.sample(pool, min(count, len(pool))):
+        first, tenant, path, rid, _retry = items[index]
+        part = first % 1000
+        if part and rng.random() < 0.6:
+            delta = rng.randint(1, part)  # lands in the second after the slot was dropped
+        else:
+            delta = rng.randint(1, 999)
+        extra.append([first + window_ms - delta, tenant, path, rid, 1])
+    return sorted(items + extra, key=lambda item: item[0])
+
+
 def _random_spec(rng, params, tenants, overrides=True):
     spec = base_spec(params)
     tiers = ["free", "standard", "pro", "enterprise"]
@@ -301,7 +327,14 @@ def _random_spec(rng, params, tenants, overrides=True):
                     "style": rng.choice(["z", "naive", "offset", "plus"])}
             if not item["rate"] and not item["burst"]:
                 item["burst"] = 8
+            for bound in ("valid_from", "valid_until"):  # the file's timestamps are whole seconds
+                if item[bound] is not None:
+                    item[bound] -= item[bound] % 1000
             spec["overrides"].append(item)
+    if rng.random() < 0.5:
+        tenant, tier = rng.choice(spec["tenants"])
+        spec["late_tenants"] = [(tenant, rng.choice([t for t in tiers if t != tier]),
+                                 f"CHG-{rng.randint(4400, 4999)}: {tenant} changes tier (contract renewal)")]
     return spec
 
 
@@ -390,6 +423,39 @@ def _scenarios(rng, params):
     s.send(a, "/v1/orders/7", rid=late, retry=1, gap=1)
     s.send(a, "/v1/orders/7", gap=1)
     out["retry_of_denied"] = (spec, s.items)
+
+    # idcache keeps ids in one-second slots: an id first seen at second f is forgotten from
+    # second f + dedup_window on, so a retry in the last second of the millisecond window is a
+    # new attempt when the first sighting was late in its second.
+    spec, (a, b, c) = fresh()
+    s = Stream(rng, T0 + 250_000 + rng.randint(600, 899))
+    late = s.send(a, "/v1/orders")  # the write line: 10/min burst 2
+    s.send(a, "/v1/orders", rid=late, retry=1, gap=window - rng.randint(100, 500))
+    s.burst(a, "/v1/orders", 2, gap=1)
+    s.now = T0 + 400_000 + rng.randint(50, 250)
+    kept = s.send(b, "/v1/reports/export")  # export: 2/h, burst 1
+    s.send(b, "/v1/reports/export", rid=kept, retry=1, gap=window - 300)  # same slot still
+    s.send(b, "/v1/reports/export", gap=1)
+    s.now = T0 + 500_000 + 999
+    edge = s.send(c, "/v1/auth/token")  # auth: 5/min burst 5
+    s.burst(c, "/v1/auth/token", 3, gap=1)
+    s.send(c, "/v1/auth/token", rid=edge, retry=1, gap=window - 2)  # enters the dropped second
+    s.burst(c, "/v1/auth/token", 5, gap=1)
+    out["retry_idcache_seconds"] = (spec, s.items)
+
+    # A tenant listed twice: the loader keeps the first section of a name.
+    spec, (a, b, c) = fresh()
+    spec["late_tenants"] = [
+        (a, "enterprise", f"CHG-{rng.randint(4400, 4999)}: {a} upgraded to enterprise"),
+        (b, "standard", "re-confirmed after the contract review"),
+        (c, "pro", f"CHG-{rng.randint(4400, 4999)}: {c} signed for pro"),
+    ]
+    s = Stream(rng, T0 + 700_000 + rng.randint(0, 999))
+    s.burst(a, "/v1/items", 15)
+    s.burst(c, "/v1/items", 24, gap=3)
+    s.burst(b, "/v1/search", 14, gap=3)
+    s.burst(a, "/v1/orders", 4, gap=3)
+    out["tenant_section_twice"] = (spec, s.items)
 
     # Health checks: never limited, never counted.
     spec, (a, b, c) = fresh()
@@ -559,6 +625,7 @@ def generate(params, names, rng, perf_rng):
         tenants = _tenants(rng, rng.randint(2, 4))
         spec = _random_spec(rng, params, tenants)
         items = random_stream(rng, spec, tenants, rng.randint(60, 160), T0 + rng.randint(-30, 60) * 7_777)
+        items = late_retries(rng, items, spec["dedup_ms"], rng.randint(2, 5))
         cases.append((f"random_mixed_{index + 1}", "random", render(spec, rng), spec, items, False))
     items = random_stream(rng, ws_spec, WORKSPACE_TENANTS + ["wingtip-77"], 150, T0 + 3_000_000)
     cases.append(("random_workspace_config", "random", conf_text, ws_spec, items, False))
@@ -580,6 +647,7 @@ def generate(params, names, rng, perf_rng):
     }
 
 
+PERF_LATE_RETRIES = 600
 _PERF_CACHE: dict = {}  # deterministic: keyed by perf_rng's state (the version and perf_requests)
 
 
@@ -592,14 +660,25 @@ def _performance(size, perf_rng, decide):
     tenants = _tenants(perf_rng, 12)
     spec = _random_spec(perf_rng, perf_params, tenants)
     spec["routes"] += [(f"/v1/partner/{i:02d}/*", perf_rng.choice(["default", "search", "write"])) for i in range(40)]
+    # Contract changes appended as second tenant sections: the loader keeps the first one.
+    listed = [tenant for tenant, _tier in spec["tenants"]]
+    tiers = ["free", "standard", "pro", "enterprise"]
+    spec["late_tenants"] = []
+    for tenant in perf_rng.sample(listed, 4):
+        tier = dict(spec["tenants"])[tenant]
+        spec["late_tenants"].append((tenant, perf_rng.choice([t for t in tiers if t != tier]),
+                                     f"CHG-{perf_rng.randint(4400, 4999)}: {tenant} moves tier from June"))
     text = render(spec, perf_rng)
-    stream = random_stream(perf_rng, spec, tenants, size, T0, heavy=True)
+    stream = random_stream(perf_rng, spec, tenants, size - PERF_LATE_RETRIES, T0, heavy=True)
     for item in stream:
         roll = perf_rng.random()
         if roll < 0.25:
             item[2] = f"/v1/partner/{perf_rng.randrange(40):02d}/items/{perf_rng.randrange(10**6)}"
         elif roll < 0.7 and item[2].count("/") == 2 and not item[2].startswith(("/_", "/h", "/r", "/l", "/p")):
             item[2] = f"{item[2]}/{perf_rng.randrange(10**5)}"
+    admitted = [verdict == 0 for verdict in decide(text, stream)]
+    stream = late_retries(perf_rng, stream, perf_params["dedup_window_s"] * 1000, PERF_LATE_RETRIES, admitted)
+    assert len(stream) == size, "the performance stream lost requests"
     case = {"name": "scale_busy_gateway", "kind": "performance", "category": "scale",
             "args": [text, stream], "kwargs": {}, "expected": decide(text, stream)}
     if len(_PERF_CACHE) >= 4:
