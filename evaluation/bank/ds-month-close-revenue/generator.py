@@ -258,7 +258,7 @@ def refunds_jsonl(refunds):
     return "".join(json.dumps({k: r[k] for k in keys}) + "\n" for r in refunds)
 
 
-def random_orders(world, rng, count, prefix, first=1, refund_share=0.08):
+def random_orders(world, rng, count, prefix, first=1, refund_share=0.08, outage_share=0.0):
     """count orders (1-4 lines each) with refunds; a realistic mix of every source."""
     lines, refunds = [], []
     physical = sorted(world.stores)
@@ -289,6 +289,8 @@ def random_orders(world, rng, count, prefix, first=1, refund_share=0.08):
                 disc = 0 if rng.random() < 0.5 else None
             if minute is None:
                 minute = rng.randint(8 * 60, 21 * 60) if source == "POS" else rng.randint(0, 1439)
+                if source == "POS" and rng.random() < 0.04:
+                    minute = rng.randint(24 * 60, 25 * 60 + 50)  # before the end-of-day closing
             line = make_line(world, order_id, line_no, source, day, store, cur, qty, price, disc,
                              status, minute, rng, NOMINAL_OFFSET)
             lines.append(line)
@@ -302,8 +304,36 @@ def random_orders(world, rng, count, prefix, first=1, refund_share=0.08):
                     lag = rng.randint(0, 50) if rng.random() < 0.75 else rng.randint(25, 120)
                     refunds.append(make_refund(f"RF{prefix}{len(refunds) + 1:06d}", line,
                                                lag, amount, rng.randint(0, 1439), NOMINAL_OFFSET))
+    refunds += replays(rng, refunds, outage_share)
     rng.shuffle(refunds)
     return lines, refunds
+
+
+def replay_copy(ref, delay_minutes):
+    """The refund emitted again by an outbox replay: same refund_id and amount, ``filed_at``
+    stamped at the replay (refunds feed runbook, section 4)."""
+    utc = ref["_utc"] + dt.timedelta(minutes=delay_minutes)
+    return dict(ref, filed_at=utc.strftime("%Y-%m-%dT%H:%M:%SZ"), _utc=utc, _copy=True)
+
+
+def replays(rng, refunds, outage_share):
+    """Outbox stalls: every refund filed on an outage day (UTC) is emitted again 1-5 days later.
+    Outage days are drawn from the filing days, so small exports get some and the close export
+    gets many (whole days: the copies often cross a window or period boundary)."""
+    if not refunds or outage_share <= 0:
+        return []
+    filing_days = sorted({r["_utc"].date() for r in refunds})
+    if len(refunds) < 100 and rng.random() < 0.1:
+        return []  # a small export without an outage now and then
+    count = max(1, round(len(filing_days) * outage_share))
+    outages = set(rng.sample(filing_days, min(count, len(filing_days))))
+    copies = []
+    for day in sorted(outages):
+        delay = rng.randint(1, 5) * 1440 + rng.randint(-600, 600)
+        for ref in refunds:
+            if ref["_utc"].date() == day:
+                copies.append(replay_copy(ref, delay + rng.randint(0, 90)))
+    return copies
 
 
 # ----------------------------------------------------------------------------- expected
@@ -323,7 +353,12 @@ def report(world, lines, refunds):
         key = (world.month(day), region)
         cells[key] = cells.get(key, 0) + half_away(net * rate, 1_000_000)
         booked[(row["order_id"], row["line_no"])] = (day, region, rate)
-    for ref in refunds:
+    first = {}
+    for ref in refunds:  # a replayed refund counts once, filed when it was first emitted
+        kept = first.get(ref["refund_id"])
+        if kept is None or ref["_utc"] < kept["_utc"]:
+            first[ref["refund_id"]] = ref
+    for ref in first.values():
         line = booked.get((ref["order_id"], ref["line_no"]))
         if line is None:
             continue
@@ -339,7 +374,7 @@ def report(world, lines, refunds):
 
 def _parse_day(source, stamp, offset):
     if source == "POS":
-        return dt.datetime.strptime(stamp, "%d.%m.%Y %H:%M").date()
+        return dt.datetime.strptime(stamp[:10], "%d.%m.%Y").date()
     if source == "MKT":
         return dt.datetime.strptime(stamp, "%m/%d/%Y").date()
     if source == "WEB":
@@ -387,8 +422,13 @@ def brute(world, fx_text, regions_text, orders_text, refunds_text):
         key = (fiscal_month(day, world.fy_start, world.pattern), g)
         cells[key] = cells.get(key, Decimal(0)) + value
         kept.append((f["order_id"], int(f["line_no"]), day, g, r))
+    earliest = {}
     for text in refunds_text.strip().splitlines():
         ref = json.loads(text)
+        when = dt.datetime.strptime(ref["filed_at"], "%Y-%m-%dT%H:%M:%SZ")
+        if ref["refund_id"] not in earliest or when < earliest[ref["refund_id"]][0]:
+            earliest[ref["refund_id"]] = (when, ref)
+    for _when, ref in earliest.values():
         match = [k for k in kept if k[0] == ref["order_id"] and k[1] == ref["line_no"]]
         if not match:
             continue
@@ -580,16 +620,21 @@ def edge_cases(world, rng):
     found = 0
     for cur in ("GBP", "USD", "CHF", "PLN"):
         pick = None
-        for day in w.fx_days[60:400:7]:
-            r = w.fx[cur][day]
-            g = gcd(r, 1_000_000)
-            if 500_000 % g:
-                continue
-            m = 1_000_000 // g
-            c0 = (500_000 // g) * pow(r // g, -1, m) % m
-            for cents in range(c0, 400_000, m):
-                if cents > 1000 and (cents * r // 1_000_000) % 2 == 0:
-                    pick = (day, cents)
+        # Half a cent exists for a rate r unless 64 divides r; c0 and c0 + m then differ in the
+        # parity of the cent below (r // g is odd), so the second pass always finds one.
+        for limit in (400_000, None):
+            for day in w.fx_days[60:400:7]:
+                r = w.fx[cur][day]
+                g = gcd(r, 1_000_000)
+                if 500_000 % g:
+                    continue
+                m = 1_000_000 // g
+                c0 = (500_000 // g) * pow(r // g, -1, m) % m
+                for cents in range(c0, limit or c0 + 3 * m, m):
+                    if cents > 1000 and (cents * r // 1_000_000) % 2 == 0:
+                        pick = (day, cents)
+                        break
+                if pick:
                     break
             if pick:
                 break
@@ -599,9 +644,50 @@ def edge_cases(world, rng):
         src, store = ("MKT", physical[2]) if cur == "USD" else ("WEB", ONLINE_STORE)
         b.order(src, day, store, cur, [(1, cents, 0, False)], minute=720)
         found += 1
-    if not found:
-        raise AssertionError("no half-cent line found")
+    if not found:  # every rate a multiple of 64 micro-euros: no half cent exists; keep the case
+        b.order("WEB", w.fx_days[100], ONLINE_STORE, "EUR", [(1, 12345, 0, False)], minute=720)
     cases["edge_half_cent_rounding"] = b.case()
+
+    # Outbox replays: the copy carries the replay time; the refund was filed at the first one.
+    b = Builder(w, rng, "Y")
+    for k, start in enumerate(starts[3:7]):
+        late_day = start - DAY * (w.window + 6)
+        one = b.order("POS", late_day, eur_stores[k % len(eur_stores)], "EUR",
+                      [(1, rng.randint(20000, 60000), None, False)])
+        late = b.refund(one[0], w.window + 5, rng.randint(2000, 9000), minute=rng.randint(600, 1300))
+        two = b.order("POS", start + DAY * 3, eur_stores[(k + 1) % len(eur_stores)], "EUR",
+                      [(2, rng.randint(10000, 40000), None, False)])
+        edge = b.refund(two[0], w.window, rng.randint(2000, 9000), minute=rng.randint(600, 1300))
+        copies = [replay_copy(late, 1440 + rng.randint(-300, 300)),
+                  replay_copy(edge, 2 * 1440 + rng.randint(-300, 300))]
+        for ref, copy in zip((late, edge), copies):
+            at = b.refunds.index(ref)
+            if k % 2 == 0:
+                b.refunds.insert(at, copy)  # the copy ahead of the original in the delivery
+            else:
+                b.refunds.insert(at + 1, copy)
+    cases["edge_refund_replay"] = b.case()
+
+    # Late-night tills: receipts after midnight keep the business date until the closing.
+    b = Builder(w, rng, "T")
+    for k, start in enumerate(starts[2:8]):
+        last = start - DAY  # a Saturday, the last day of a fiscal month
+        if k % 2:
+            store = sek_stores[k % len(sek_stores)]
+            b.order("POS", last, store, w.stores[store], [(1, rng.randint(20000, 90000), None, False)],
+                    minute=rng.randint(24 * 60 + 5, 25 * 60 + 40))
+        else:
+            store = eur_stores[k % len(eur_stores)]
+            b.order("POS", last, store, "EUR", [(1, rng.randint(3000, 9000), None, False),
+                                                (2, rng.randint(1000, 4000), None, False)],
+                    minute=rng.randint(24 * 60 + 5, 25 * 60 + 40))
+        weekday = _weekday_near(start + DAY * 2, world=w)
+        while weekday + DAY not in w.fx_set:  # a published rate on the day and the day after
+            weekday = _weekday_near(weekday + DAY, world=w)
+        store = sek_stores[(k + 1) % len(sek_stores)]
+        b.order("POS", weekday, store, w.stores[store], [(1, rng.randint(50000, 300000), None, False)],
+                minute=rng.randint(24 * 60 + 5, 25 * 60 + 40))
+    cases["edge_pos_after_midnight"] = b.case()
 
     # Discounts: blank means none; revenue is net of the line discount.
     b = Builder(w, rng, "K")
@@ -661,7 +747,8 @@ def _performance_data(params, perf_rng):
         days, fx = _fx(perf_rng)
         stores, assignments = _stores(perf_rng)
         reference = (days, fx, stores, assignments)
-        lines, refunds = random_orders(World(reference, params), perf_rng, key, "SO")
+        lines, refunds = random_orders(World(reference, params), perf_rng, key, "SO",
+                                       outage_share=0.08)
         texts = (_fx_csv(days, fx), _regions_csv(assignments), orders_csv(lines),
                  refunds_jsonl(refunds))
         _PERF_CACHE.clear()
@@ -689,7 +776,8 @@ def generate(params, names, rng, perf_rng):
     for name, (lines, refunds) in edge_cases(world, rng).items():
         add(name, "edge", lines, refunds)
     for index in range(6):
-        lines, refunds = random_orders(world, rng, rng.randint(15, 40), f"R{index}", refund_share=0.25)
+        lines, refunds = random_orders(world, rng, rng.randint(15, 40), f"R{index}",
+                                        refund_share=0.25, outage_share=0.15)
         add(f"random_export_{index + 1}", "random", lines, refunds)
     cases.append({"name": "scale_month_close", "kind": "performance", "category": "scale",
                   "args": list(perf_case), "expected": perf_expected})
