@@ -12,12 +12,15 @@ state chart event by event.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 
 EPOCH = dt.datetime(1970, 1, 1)
 SIGNUP_FROM = dt.datetime(2025, 1, 6)
 SIGNUP_DAYS = 175
 V2_ROLLOUT = dt.datetime(2025, 3, 17)  # clients from 3.0 on send v2 names (changelog)
+OFFLINE_FROM = dt.datetime(2025, 5, 5)  # iOS 3.3 / Android 3.2: offline queue (changelog, runbook)
 # v2 name -> v1 name (the changelog's table).
 V1_NAME = {
     "project_created": "new_project",
@@ -35,20 +38,30 @@ NOISE = ["page_viewed", "page_viewed", "page_viewed", "comment_added", "file_upl
          "settings_changed"]
 OFFSETS = ["-08:00", "-07:00", "-05:00", "-03:30", "-03:00", "+00:00", "+01:00", "+02:00",
            "+03:00", "+05:30", "+05:45", "+08:00", "+09:00", "+10:00", "+12:45"]
+# User agents as the clients send them; the collector stores commas as spaces (changelog).
 HUMAN_UA = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/121.0",
+    "Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121",
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_2) Safari/605.1",
     "Mozilla/5.0 (X11; Linux x86_64) Firefox/122.0",
     "Tallyapp-iOS/3.2.1 CFNetwork/1490",
     "Tallyapp-Android/3.1.0 okhttp/4.12",
 ]
-BOT_PATTERNS = ["HeadlessChrome", "Slackbot", "bingbot", "python-requests", "uptime-probe"]
+MOBILE_UA = ["Tallyapp-iOS/3.3.0 CFNetwork/1490", "Tallyapp-Android/3.2.1 okhttp/4.12"]  # offline
+SKYPE_UA = ("Mozilla/5.0 (Windows NT 6.1; WOW64) AppleWebKit/537.36 (KHTML, like Gecko) "
+            "SkypeUriPreview Preview/0.5")
+IMESSAGE_UA = ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like "
+               "Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0")
+# Trust & safety lists vendors' published strings verbatim (commas included; runbook).
+BOT_PATTERNS = ["HeadlessChrome", "Slackbot", "bingbot", "python-requests", "uptime-probe",
+                SKYPE_UA, IMESSAGE_UA]
 BOT_UA = [
     "Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/120.0",
     "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
     "Mozilla/5.0 (compatible; bingbot/2.0)",
     "python-requests/2.31.0",
     "uptime-probe/1.4 (ops)",
+    SKYPE_UA,
+    IMESSAGE_UA,
 ]
 EV_HEADER = "event_time,account_id,event,user_agent,props"
 AC_HEADER = "account_id,signup_at,utc_offset,plan_at_signup,country"
@@ -105,7 +118,12 @@ def event(t_ms, account, name, *, ua=None, plan="", rng=None, v1=None):
         v1 = t_ms < rollout or (rng is not None and rng.random() < 0.25)
     return {"t": t_ms, "acc": account.id, "name": name,
             "ua": ua if ua is not None else HUMAN_UA[sum(map(ord, account.id)) % len(HUMAN_UA)],
-            "plan": plan, "v1": v1, "seats": (t_ms // 1000) % 40 + 1}
+            "plan": plan, "v1": v1, "seats": (t_ms // 1000) % 40 + 1, "seq": 0, "k": 0.0}
+
+
+def stored_ua(ua):
+    """The user agent as the collector stores it: commas become spaces (changelog)."""
+    return ua.replace(",", " ")
 
 
 def render_event(e):
@@ -116,12 +134,23 @@ def render_event(e):
             f"&seats={e['seats']}"
     elif e["name"] == "page_viewed":
         props = "path=%2Fhome" if e["t"] % 2 else "path=%2Fprojects%3Ftab%3Dall"
-    return f"{stamp(e['t'])},{e['acc']},{name},{e['ua']},{props}"
+    if e["seq"]:
+        props = (props + "&" if props else "") + f"seq={e['seq']}"
+    return f"{stamp(e['t'])},{e['acc']},{name},{stored_ua(e['ua'])},{props}"
 
 
 def events_csv(events):
     return EV_HEADER + "\n" + "".join(render_event(e) + "\n" for e in sorted(
-        events, key=lambda e: (e["t"] // 60000 * 7919 + sum(map(ord, e["acc"]))) % 104729))
+        events, key=lambda e: ((e["t"] // 60000 * 7919 + sum(map(ord, e["acc"]))) % 104729,
+                               e["k"])))
+
+
+def batch(events, upload_ms, account, order=None):
+    """Stamp ``events`` (device order) as one offline upload: one event_time, seq 1..n, the
+    account's mobile client; ``order`` gives the export position keys (default: as listed)."""
+    ua = MOBILE_UA[sum(map(ord, account.id)) % len(MOBILE_UA)]
+    for n, e in enumerate(events, start=1):
+        e.update(t=upload_ms, seq=n, ua=ua, v1=False, k=float(order[n - 1] if order else n))
 
 
 def accounts_csv(accounts):
@@ -139,8 +168,9 @@ def journey(rng, account, gap_min, kind):
     t = account.signup + rng.randint(1, 40) * MIN
     human_noise = lambda at: out.append(event(at, account, rng.choice(NOISE), rng=rng))  # noqa: E731
 
-    def session(start, names, spacing=(1, 12)):
+    def session(start, names, spacing=(1, 12), offline=None):
         at = start
+        first = len(out)
         for name in names:
             at += rng.randint(spacing[0] * MIN, spacing[1] * MIN) + rng.randint(0, 999)
             plan = ""
@@ -152,10 +182,16 @@ def journey(rng, account, gap_min, kind):
                 human_noise(at)
             else:
                 out.append(event(at, account, name, plan=plan, rng=rng))
+        if offline is None:
+            offline = rng.random() < 0.3
+        if offline and start >= ms(OFFLINE_FROM):  # queued on the device, uploaded later
+            at += rng.randint(1, 150) * MIN + rng.randint(0, 999)
+            queued = out[first:]
+            batch(queued, at, account, [rng.random() for _ in queued])
         return at
 
     if rng.random() < 0.3:  # anonymous browsing merged into the account before signup
-        session(account.signup - rng.randint(60, 3000) * MIN, ["noise", "noise"])
+        session(account.signup - rng.randint(60, 3000) * MIN, ["noise", "noise"], offline=False)
     if kind == "bounce":
         session(t, ["noise"] * rng.randint(1, 4))
     elif kind == "activate":
@@ -185,6 +221,16 @@ def journey(rng, account, gap_min, kind):
         t = session(t, ["trial_started"])
         t = session(t + rng.randint(60, 2000) * MIN, ["project_created", "task_completed"])
         session(t + rng.randint(1, 9) * 1440 * MIN, [("subscription_paid", "team")])
+    elif kind == "offline_task_first":  # queued task in device order before the project
+        t = session(t, ["noise", "task_completed", "project_created", "noise"], offline=True)
+        session(t + (gap_min + rng.randint(5, 600)) * MIN, ["trial_started", "noise"])
+    elif kind == "offline_buy":  # the whole journey in one upload
+        t = session(t, ["project_created", "noise", "task_completed", "trial_started",
+                        ("subscription_paid", rng.choice(["team", "starter"]))], offline=True)
+    elif kind == "offline_pay_then_activate":  # trial online; payment queued before the task
+        t = session(t, ["trial_started", "noise"], offline=False)
+        session(t + rng.randint(2, 72) * 60 * MIN, [("subscription_paid", "team"),
+                "project_created", "task_completed"], offline=True)
     if rng.random() < 0.5:  # a later visit with background heartbeats
         start = t + rng.randint(1, 20) * 1440 * MIN
         for k in range(rng.randint(1, 4)):
@@ -193,7 +239,8 @@ def journey(rng, account, gap_min, kind):
 
 
 KINDS = ["bounce", "bounce", "bounce", "activate", "activate", "split", "full", "full",
-         "trial_only", "skip_paid", "direct_buy", "resubscribe", "late_activation"]
+         "trial_only", "skip_paid", "direct_buy", "resubscribe", "late_activation",
+         "offline_task_first", "offline_buy", "offline_pay_then_activate"]
 
 
 def make_accounts(rng, count, prefix, first=0):
@@ -215,7 +262,7 @@ def population(rng, count, prefix, gap_min, excluded_ids, bot_share=0.04):
             account.id = spare.pop(rng.randrange(len(spare)))
         evs = journey(rng, account, gap_min, rng.choice(KINDS))
         for e in evs:
-            if rng.random() < bot_share:  # a link unfurler or crawler hit under the account
+            if rng.random() < bot_share and not e["seq"]:  # an unfurler or crawler hit
                 e["ua"] = rng.choice(BOT_UA)
         events.extend(evs)
     # events of accounts that are not in the table (deleted, or another region's table)
@@ -233,10 +280,10 @@ class Rules:
         self.week_start = params["week_start"]
         self.gap_ms = params["session_gap_min"] * MIN
         self.excluded = set(excluded)
-        self.patterns = [p.lower() for p in patterns]
+        self.patterns = [stored_ua(p).lower() for p in patterns]
 
     def bot(self, ua):
-        low = ua.lower()
+        low = stored_ua(ua).lower()
         return any(p in low for p in self.patterns)
 
 
@@ -255,25 +302,29 @@ def report(rules, accounts, events):
         counts["signed_up"] += 1
         evs = sorted((e for e in by_acc.get(account.id, []) if e["t"] >= account.signup
                       and e["name"] != "app_heartbeat" and not rules.bot(e["ua"])),
-                     key=lambda e: e["t"])
+                     key=lambda e: (e["t"], e["seq"]))
+        keys = [(e["t"], e["seq"]) for e in evs]
+        if len(set(keys)) != len(keys):
+            raise AssertionError(f"two events of {account.id} share a time and a seq")
+        # positions in (event_time, seq) order: a queued upload shares one event_time
         session, last, seen_project = 0, None, set()
         activation = None
-        for e in evs:
+        for pos, e in enumerate(evs):
             if last is not None and e["t"] - last > rules.gap_ms:
                 session += 1
             last = e["t"]
             if e["name"] == "project_created":
                 seen_project.add(session)
             if e["name"] == "task_completed" and session in seen_project and activation is None:
-                activation = e["t"]
-        trials = [e["t"] for e in evs if e["name"] == "trial_started"]
+                activation = pos
+        trials = [pos for pos, e in enumerate(evs) if e["name"] == "trial_started"]
         trial = trials[0] if trials else None
         paid = None
         if trial is not None:
-            for e in evs:
-                if e["name"] == "subscription_paid" and e["t"] > trial and (
-                        (activation is not None and activation < e["t"]) or e["plan"] == "enterprise"):
-                    paid = e["t"]
+            for pos, e in enumerate(evs):
+                if e["name"] == "subscription_paid" and pos > trial and (
+                        (activation is not None and activation < pos) or e["plan"] == "enterprise"):
+                    paid = pos
                     break
         counts["activated"] += activation is not None
         counts["trial"] += trial is not None
@@ -292,9 +343,11 @@ def brute(params, exclusions_text, events_text, accounts_text):
     inverse = {v1: v2 for v2, v1 in V1_NAME.items()}
     plan_v2 = {v1: v2 for v2, v1 in V1_PLAN.items()}
     ex_ids, patterns = set(), []
-    for line in exclusions_text.strip().splitlines()[1:]:
-        kind, value, _reason = line.split(",", 2)
-        (ex_ids.add(value) if kind == "account" else patterns.append(value.lower()))
+    for row in csv.DictReader(io.StringIO(exclusions_text)):
+        if row["kind"] == "account":
+            ex_ids.add(row["value"])
+        else:
+            patterns.append(row["value"].lower().replace(",", " "))
     gap = params["session_gap_min"] * 60.0
     accounts = {}
     for line in accounts_text.strip().splitlines()[1:]:
@@ -306,7 +359,8 @@ def brute(params, exclusions_text, events_text, accounts_text):
         moment = dt.datetime.strptime(when, "%Y-%m-%dT%H:%M:%S.%fZ")
         fields = dict(p.split("=", 1) for p in props.split("&")) if props else {}
         plan = fields.get("plan") or plan_v2.get(fields.get("tier", ""), "")
-        stream.setdefault(acc, []).append((moment, inverse.get(name, name), ua, plan))
+        seq = int(fields.get("seq", "0"))
+        stream.setdefault(acc, []).append((moment, seq, inverse.get(name, name), ua, plan))
     cohorts = {}
     for acc, (signup, offset) in accounts.items():
         if acc in ex_ids:
@@ -315,7 +369,7 @@ def brute(params, exclusions_text, events_text, accounts_text):
         counts = cohorts.setdefault(week, {s: 0 for s in STEPS})
         counts["signed_up"] += 1
         state, reached, last, project_in_session = "signed_up", {"signed_up"}, None, False
-        for moment, name, ua, plan in sorted(stream.get(acc, [])):
+        for moment, _seq, name, ua, plan in sorted(stream.get(acc, []), key=lambda r: r[:2]):
             if moment < signup or name == "app_heartbeat" or any(p in ua.lower() for p in patterns):
                 continue
             if last is not None and (moment - last).total_seconds() > gap:
@@ -348,7 +402,11 @@ def _exclusions(perf_rng):
     rows = ["kind,value,reason"]
     reasons = ["internal (staff)", "QA test account", "partner demo", "load test"]
     rows += [f"account,{i},{perf_rng.choice(reasons)}" for i in ids]
-    rows += [f"user_agent,{p},automated client" for p in BOT_PATTERNS]
+    for p in BOT_PATTERNS:
+        if "," in p:
+            rows.append(f'user_agent,"{p}",link preview (string as published by the vendor)')
+        else:
+            rows.append(f"user_agent,{p},automated client")
     return ids, "\n".join(rows) + "\n"
 
 
@@ -590,6 +648,51 @@ def edge_cases(rng, params, excluded_ids):
     events.append(event(at(ghost, 3), ghost, "project_created", v1=False))
     events.append(event(at(ghost, 4), ghost, "task_completed", v1=False))
     cases["edge_unknown_accounts"] = (accounts, events)
+
+    # Offline uploads from the mobile apps: one event_time for the whole queue, the device's
+    # order in seq; the export lists each queue in reverse.
+    accounts, events = [], []
+    plans = [
+        ["project_created", "task_completed"],                    # activated
+        ["task_completed", "project_created"],                    # not activated
+        ["trial_started", "project_created", "task_completed", ("subscription_paid", "team")],
+        [("subscription_paid", "enterprise"), "trial_started"],   # paid before the trial
+        ["project_created", "trial_started", ("subscription_paid", "team"), "task_completed"],
+    ]
+    for k, names in enumerate(plans):
+        a = acct("ac-Q", k, mid_week(19 + k % 3))
+        accounts.append(a)
+        queued = []
+        for m, name in enumerate(names):
+            name, plan = name if isinstance(name, tuple) else (name, "")
+            queued.append(event(at(a, 2 + m), a, name, plan=plan, v1=False))
+        batch(queued, at(a, 40) + 250 * k, a, order=[-n for n in range(len(queued))])
+        events.extend(queued)
+    a = acct("ac-Q", 9, mid_week(20))  # online project, queued task uploaded in the session
+    accounts.append(a)
+    events.append(event(at(a, 3), a, "project_created", v1=False))
+    queued = [event(at(a, 5), a, "task_completed", v1=False),
+              event(at(a, 6), a, "trial_started", v1=False)]
+    batch(queued, at(a, 3) + gap * MIN, a, order=[1, 0])
+    events.extend(queued)
+    cases["edge_offline_upload_order"] = (accounts, events)
+
+    # Link previews listed by their full vendor string (with commas); a browser user agent
+    # that shares most of it is a customer.
+    accounts, events = [], []
+    for k in range(3):
+        a = acct("ac-U", k, mid_week(14 + k))
+        accounts.append(a)
+        events.append(event(at(a, 3), a, "project_created", v1=False))
+        events.append(event(at(a, 8), a, "task_completed", ua=SKYPE_UA if k != 1 else IMESSAGE_UA,
+                            v1=False))
+        events.append(event(at(a, 60), a, "trial_started", ua=IMESSAGE_UA if k else HUMAN_UA[0],
+                            v1=False))
+    a = acct("ac-U", 7, mid_week(15))
+    accounts.append(a)
+    events.append(event(at(a, 3), a, "project_created", ua=HUMAN_UA[0], v1=False))
+    events.append(event(at(a, 8), a, "task_completed", ua=HUMAN_UA[0], v1=False))
+    cases["edge_agent_strings_with_commas"] = (accounts, events)
     return cases
 
 
