@@ -27,6 +27,9 @@ NUMERIC = ["tenure", "monthly_charge_cents", "data_usage_gb", "support_tickets_9
            "days_since_topup", "late_payments_12m", "device_financing"]
 PLANS = ["prepaid", "postpaid_basic", "postpaid_plus", "family"]
 NEW_PLANS = ["postpaid_max", "senior_flex"]
+# billing codes of a tariff family the model knows under its training name
+# (docs/tariff_catalogue.md: Family Share is the Family tariff family under a new code)
+PLAN_CODES = {"family_share": "family"}
 REGIONS = {"N": "north", "S": "south", "E": "east", "W": "west", "C": "capital"}
 OTHER = "__other__"
 
@@ -107,6 +110,7 @@ def _score(csv_text, pre, coefficients, threshold):
     """Column by column: what the efficient (vectorised) reference does."""
     cols = _parse(csv_text)
     n = len(cols["customer_id"])
+    crm_ok = [v != "" for v in cols["has_device_financing"]]
     z = [coefficients["intercept"]] * n
     for column in COLUMNS[1:8]:
         name = V1_NAME[column]
@@ -118,12 +122,14 @@ def _score(csv_text, pre, coefficients, threshold):
             values = [_num(v) for v in raw]
         if column == "monthly_charge":
             values = [None if v is None else v * 100.0 for v in values]
-        fill = 0.0 if column == "support_tickets_90d" else spec["impute"]
         low, high = spec["clip"]
         coef = coefficients[name]
         out = []
-        for v in values:
-            v = fill if v is None else v
+        for v, crm_answered in zip(values, crm_ok):
+            if v is None:
+                # a blank ticket count is "no ticket" only when the CRM answered for the row
+                # (docs/runbooks/feature_export.md, CRM_PARTIAL: every CRM field empty)
+                v = 0.0 if column == "support_tickets_90d" and crm_answered else spec["impute"]
             v = min(max(v, low), high)
             if spec.get("transform") == "log1p":
                 v = math.log1p(v)
@@ -134,6 +140,8 @@ def _score(csv_text, pre, coefficients, threshold):
         raw = cols[column]
         if column == "region":
             raw = [REGIONS.get(v, v) for v in raw]
+        else:
+            raw = [PLAN_CODES.get(v, v) for v in raw]
         z = [a + coefficients[f"{column}={v if v in vocab else OTHER}"] for a, v in zip(z, raw)]
     scores = [round(1.0 / (1.0 + math.exp(-v)), 4) for v in z]
     return {"customer_id": cols["customer_id"], "score": scores,
@@ -154,6 +162,8 @@ def _score_rows(csv_text, pre, coefficients, threshold):
                 if column == "region":
                     value = {"N": "north", "S": "south", "E": "east", "W": "west",
                              "C": "capital"}.get(value, OTHER)
+                elif value == "family_share":
+                    value = "family"
                 if value not in pre["categorical"][name]["vocabulary"]:
                     value = OTHER
                 total += coefficients[name + "=" + value]
@@ -161,7 +171,8 @@ def _score_rows(csv_text, pre, coefficients, threshold):
             spec = pre["numeric"][name]
             text = row[column]
             if text == "":
-                x = 0.0 if name == "support_tickets_90d" else spec["impute"]
+                timeout = row["has_device_financing"] == ""
+                x = 0.0 if name == "support_tickets_90d" and not timeout else spec["impute"]
             elif column == "has_device_financing":
                 x = {"Y": 1.0, "N": 0.0}[text]
             elif column == "monthly_charge":
@@ -214,6 +225,8 @@ def _row(rng, number, *, plain=False):
         plan = NEW_PLANS[0 if u < 0.03 else 1]
     elif u < 0.07:
         plan = ""
+    elif plan == "family" and u < 0.55:  # relaunched Family contracts under the new code
+        plan = "family_share"
     u = r()
     if u < 0.03:
         region = "X"
@@ -222,14 +235,14 @@ def _row(rng, number, *, plain=False):
     tenure = "" if r() < 0.03 else str(int(r() * 131))
     charge = "" if r() < 0.02 else f"{(500 + int(r() * 25501)) / 100:.2f}"
     usage = "" if r() < 0.03 else f"{r() * 400:.2f}"
-    tickets = "" if r() < 0.55 else str(1 + int(r() * 15))
+    crm_timeout = r() < 0.05  # CRM_PARTIAL: every CRM field of the row is empty
+    tickets = "" if crm_timeout or r() < 0.55 else str(1 + int(r() * 15))
     if plan == "prepaid":
         topup = "" if r() < 0.05 else str(int(r() * 251))
     else:
         topup = ""
     late = "" if r() < 0.03 else str(int(r() * 15))
-    u = r()
-    financing = "" if u < 0.05 else ("Y" if u < 0.35 else "N")
+    financing = "" if crm_timeout else ("Y" if r() < 0.32 else "N")
     return [f"{number:08d}", tenure, charge, usage, tickets, topup, late, financing, plan, region]
 
 
@@ -302,7 +315,25 @@ def generate(params, names, rng, perf_rng):
     cases.append(one("generic_imputation", "edge", rows))
     cases.append(one("topup_blank_for_postpaid", "edge",
                      [r[:5] + [""] + r[6:8] + [p] + r[9:] for r, p in zip(base(3), ["postpaid_plus", "family", "postpaid_basic"])]))
-    cases.append(one("device_financing_flags", "edge", with_field("has_device_financing", ["Y", "N", "", "Y"])))
+    rows = with_field("has_device_financing", ["Y", "N", "", "Y"])
+    rows[2][4] = ""  # a CRM timeout empties every CRM field of the row
+    cases.append(one("device_financing_flags", "edge", rows))
+    # CRM_PARTIAL rows (runbook): the ticket blank of a row whose CRM fields are all empty is
+    # unknown (frozen imputation), not the connector's "no ticket".
+    rows = base(5)
+    for row, tickets, financing in zip(rows, ["", "", "", "4", ""], ["", "Y", "", "", "N"]):
+        row[4], row[7] = tickets, financing
+    rows[3][4] = ""  # every CRM field empty
+    rows[2][8] = "postpaid_basic"
+    rows[2][5] = ""
+    cases.append(one("crm_timeout_rows", "edge", rows))
+    # Family Share is the Family tariff family under its new billing code (tariff catalogue).
+    rows = with_field("plan", ["family_share", "family", "family_share", "postpaid_max",
+                               "family_share"])
+    for row in rows:
+        if row[8] != "prepaid":
+            row[5] = ""
+    cases.append(one("family_share_plan", "edge", rows))
     # Clipping happens on raw values, before the log transform and the scaling.
     cases.append(one("clip_before_scaling", "edge", with_field("data_usage_gb", ["399.00", "0.00", "250.75", "12.00"])))
     rows = with_field("tenure_months", ["130", "0", "97"])
@@ -366,7 +397,8 @@ def _raw_probability(row, pre, coefficients):
         spec = pre["numeric"][name]
         v = cols[column][0]
         if v == "":
-            x = 0.0 if name == "support_tickets_90d" else spec["impute"]
+            crm = cols["has_device_financing"][0] != ""
+            x = 0.0 if name == "support_tickets_90d" and crm else spec["impute"]
         elif column == "has_device_financing":
             x = 1.0 if v == "Y" else 0.0
         else:
@@ -377,8 +409,7 @@ def _raw_probability(row, pre, coefficients):
         total += (x - spec["mean"]) / spec["std"] * coefficients[name]
     for column in ("plan", "region"):
         v = cols[column][0]
-        if column == "region":
-            v = REGIONS.get(v, v)
+        v = REGIONS.get(v, v) if column == "region" else PLAN_CODES.get(v, v)
         if v not in pre["categorical"][column]["vocabulary"]:
             v = OTHER
         total += coefficients[f"{column}={v}"]
