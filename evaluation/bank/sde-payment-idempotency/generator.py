@@ -601,17 +601,43 @@ def _random_log(rng, params, model, size):
     return log
 
 
-def _drive(rng, params, log, size, merchants, customers, list_share, keep=None):
+def _portable_invalid(rng, customer):
+    """The invalid bodies whose verdict is the same under every choice of the config's
+    description and metadata limits (the busy-hour log is replayed under any of them)."""
+    lowest = {"description_max_length": 350, "metadata_max_keys": 10}
+    highest = {"description_max_length": 500, "metadata_max_keys": 20}
+    kept = [b for b in _invalid_bodies(rng, customer, lowest)
+            if len(b.get("description") or "") != 351 and len(b.get("metadata") or []) != 11]
+    kept += [b for b in _invalid_bodies(rng, customer, highest)
+             if len(b.get("description") or "") == 501 or len(b.get("metadata") or []) == 21]
+    return kept
+
+
+def _drive(rng, params, log, size, merchants, customers, list_share, portable=False):
     """A realistic mixed workload: creates with and without keys, retries, mismatches,
-    validation errors and corrected retries, declines, crashes, timeouts, list page chains."""
+    validation errors and corrected retries, declines, crashes, timeouts, list page chains.
+
+    portable: every response's status, every payment and every page are the same under every
+    choice of the template's settings (lease, limits, field limits), so the log can be drawn
+    once and replayed under any instance's config with its cursors still the next_cursor of
+    the page before: waits after a crash stay clear of every lease choice, a crashed key is
+    not reused later, every list names its limit (at most the smallest max_limit), and no
+    body sits between two field-limit choices."""
     lease = params["lock_lease_s"] * 1000
     accounts = [_merchant(rng) for _ in range(merchants)]
     people = {m: [_customer(rng) for _ in range(customers)] for m in accounts}
     sent: list[tuple[str, str, dict]] = []  # (merchant, key, body) of earlier keyed posts
     chains: list[tuple[str, str, str]] = []  # (merchant, query, cursor) of pages to continue
-    invalid = _invalid_bodies(rng, "cus_" + "A1b2C3d4E5", params)
+    if portable:
+        invalid = _portable_invalid(rng, "cus_" + "A1b2C3d4E5")
+        waits = [0, 1, 3, 40, 250, 900, 2000, 15_000, 20_000, 95_000]
+        limits = [1, 2, 3, 5, 10, 25, 50]
+    else:
+        invalid = _invalid_bodies(rng, "cus_" + "A1b2C3d4E5", params)
+        waits = [0, 1, 3, 40, 250, 900, 2000, 15_000, lease // 2, lease + 1000]
+        limits = [1, 2, 3, 5, 10, params["max_limit"] + 1]
     while len(log.requests) < size:
-        log.tick(rng.choice([0, 1, 3, 40, 250, 900, 2000, 15_000, lease // 2, lease + 1000]))
+        log.tick(rng.choice(waits))
         merchant = rng.choice(accounts)
         roll = rng.random()
         if roll < list_share:
@@ -624,8 +650,8 @@ def _drive(rng, params, log, size, merchants, customers, list_share, keep=None):
                     parts.append(f"customer={rng.choice(people[merchant])}")
                 if rng.random() < 0.25:
                     parts.append(f"status={rng.choice(['succeeded', 'requires_capture'])}")
-                if rng.random() < 0.4:
-                    parts.append(f"limit={rng.choice([1, 2, 3, 5, 10, params['max_limit'] + 1])}")
+                if portable or rng.random() < 0.4:
+                    parts.append(f"limit={rng.choice(limits)}")
                 rng.shuffle(parts)
                 query = "&".join(parts)
                 merchant_ = merchant
@@ -662,16 +688,30 @@ def _drive(rng, params, log, size, merchants, customers, list_share, keep=None):
         key = _key(rng) if rng.random() < 0.75 else None
         log.post(merchant, body, key, fault=fault)
         if key is not None:
-            sent.append((merchant, key, body))
+            if not (portable and fault == "crash"):
+                sent.append((merchant, key, body))
             if len(sent) > 400:
                 sent.pop(0)
             if fault == "crash" and rng.random() < 0.7:  # the client retries soon after the 500
-                if rng.random() < 0.5:
+                if portable:
+                    log.tick(rng.randint(200, 28_000) if rng.random() < 0.5 else rng.randint(91_000, 99_000))
+                elif rng.random() < 0.5:
                     log.tick(rng.randint(200, lease - 2000))
                 else:
                     log.tick(rng.randint(lease - 1000, lease + 200))
                 log.post(merchant, body, key, order=rng)
     return log
+
+
+def _check_portable(log, responses):
+    """The busy-hour log replayed under an instance's settings must match its fixed-settings
+    draw in every status, payment and page (only Retry-After on a 409 may differ)."""
+    for index, (drawn, now) in enumerate(zip(log.responses, responses)):
+        same = drawn["status"] == now["status"]
+        if same and (log.requests[index]["method"] == "GET" or now["status"] in (201, 402)):
+            same = json.dumps(drawn["body"], sort_keys=True) == json.dumps(now["body"], sort_keys=True)
+        if not same:
+            raise AssertionError(f"the busy-hour log is not portable: response {index} depends on the settings")
 
 
 def _case(name, category, log, keep_arg, visible=False, keep=None):
@@ -723,17 +763,20 @@ def generate(params, names, rng, perf_rng):
         out.append(case)
 
     # Performance: a busy hour of three merchants, many list pages. The log is drawn under
-    # fixed settings (so that it depends on perf_requests only; its cursors stay valid
-    # positions under any settings), then replayed under this instance's settings.
+    # fixed settings (so that it depends on perf_requests only) as a portable log, then
+    # replayed under this instance's settings: the same statuses, payments and pages, so
+    # every cursor in it is still the next_cursor of the page it continues.
     fixed = {**params, **PERF_SETTINGS}
     _config0, service0, _scan0 = _model(fixed, names)
     log = Log(service0, _config0, T0)
-    _drive(perf_rng, fixed, log, params["perf_requests"], merchants=3, customers=40, list_share=0.45)
+    _drive(perf_rng, fixed, log, params["perf_requests"], merchants=3, customers=40, list_share=0.45,
+           portable=True)
     total = len(log.requests)
     pages = [i for i, r in enumerate(log.requests) if r["method"] == "GET"]
     keep = sorted(set(perf_rng.sample(range(total), 150)) | set(perf_rng.sample(pages, 20)) | {total - 1})
     service = service_cls(config)
     responses = [service.handle(request) for request in log.requests]
+    _check_portable(log, responses)
     out.append({"name": "scale_busy_hour", "kind": "performance", "category": "scale",
                 "args": [log.requests, keep], "kwargs": {},  # positional: names must not matter
                 "expected": json.loads(json.dumps([responses[i] for i in keep]))})
