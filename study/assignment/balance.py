@@ -22,7 +22,7 @@ from study.assignment.services import (
     GRACE_HOURS,
     activity_window,
     counted_assignments,
-    track_target,
+    track_targets,
 )
 from study.models import Assignment, Participant, Study
 
@@ -32,12 +32,19 @@ def _spread(values: list[int]) -> int:
 
 
 def balance_table(study: Study) -> dict[str, Any]:
-    """Balance of ``study`` now. Seven queries: arms, pool, counted plans, the tracks with a
-    pool (exact-fill target) and three totals."""
+    """Balance of ``study`` now. Eight queries: arms, pool, counted plans, the tracks and their
+    pools (exact-fill targets) and three totals."""
     conditions = sorted(study.arms.values_list("condition", flat=True))
     periods = list(range(1, study.total_trials + 1))
     try:
-        sequences = list(condition_sequences(conditions, study.sessions, study.trials_per_session))
+        sequences = list(
+            condition_sequences(
+                conditions,
+                study.sessions,
+                study.trials_per_session,
+                mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
+            )
+        )
     except ValueError:
         sequences = []
     pool: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
@@ -50,17 +57,23 @@ def balance_table(study: Study) -> dict[str, Any]:
         "track__code", "sequence", "tasks", "participant__stage"
     ):
         counted[code].append((sequence, tasks, stage == Participant.Stage.COMPLETE))
+    targets = track_targets(study)
     tracks = [
-        _track_table(
-            code, pool.get(code, []), counted.get(code, []), conditions, periods, sequences
-        )
+        {
+            **_track_table(
+                code, pool.get(code, []), counted.get(code, []), conditions, periods, sequences
+            ),
+            "target": targets[code].value if code in targets else None,
+            "target_text": targets[code].describe() if code in targets else "no active tasks",
+        }
         for code in sorted(set(pool) | set(counted))
     ]
     all_rows = Assignment.objects.filter(study=study)
     return {
         "target": study.target_participants,
         "cap": study.target_participants + study.overbooking,
-        "track_target": track_target(study),
+        "balance_priority": study.get_balance_priority_display(),
+        "sequence_set": study.get_sequence_set_display(),
         "window_hours": activity_window(study).total_seconds() / 3600,
         "grace_hours": GRACE_HOURS,
         "conditions": conditions,

@@ -8,6 +8,12 @@ is added hypothetically to the counts and scored by ``sum(weight x (max - min))`
 families (sequence, task, task x condition, task x position); with probability ``p_best`` the
 plan is drawn among the best-scoring candidates, otherwise among all admissible ones.
 
+*Difficulty.* A study either matches difficulty first (only plans whose conditions have equal
+summed difficulty are candidates, when the pool has any; task uses may then be uneven) or
+balances uses first: the matched plans are the candidates only when they alone can balance every
+task x condition cell (``can_balance``, a linear-programming check), otherwise every plan is a
+candidate and, among the best-scoring ones, only those with the smallest difficulty gap stay tied.
+
 *Exact fill* (in ``minimiser.py``). When the caller knows how many participants the track should end
 with (``target``) and each task x condition cell then has a whole share, only candidates that keep
 that end state reachable are admissible: no cell may exceed its share, and in the last ``LOOKAHEAD``
@@ -26,7 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-ALGORITHM_VERSION = "minimise-1.0"
+import numpy as np
+from scipy.optimize import linprog
+
+ALGORITHM_VERSION = "minimise-1.1"
 SEQUENCES = ("ABBA", "BAAB", "ABAB", "BABA")
 DIFFICULTY_LEVELS = {"easy": 1, "medium": 2, "hard": 3}
 LOOKAHEAD = 4  # exact search when at most this many plans remain after the current one
@@ -58,7 +67,11 @@ def williams(n: int) -> list[list[int]]:
 
 
 def condition_sequences(
-    conditions: Sequence[str], sessions: int, trials_per_session: int
+    conditions: Sequence[str],
+    sessions: int,
+    trials_per_session: int,
+    *,
+    mirrored: bool = False,
 ) -> tuple[str, ...]:
     """The condition sequences of a design, one letter per period.
 
@@ -66,7 +79,25 @@ def condition_sequences(
     the order of a Williams row; sessions combine freely, mirrored sessions first (for A/B,
     2 x 2 this is :data:`SEQUENCES`: ABBA, BAAB, ABAB, BABA). Otherwise: every arrangement in
     which each condition occurs equally often overall and as evenly as possible per session.
+    ``mirrored`` keeps only the sequences in which each session reverses the one before (for
+    A/B, 2 x 2: ABBA and BAAB, the textbook two-sequence crossover).
     """
+    result = _all_sequences(conditions, sessions, trials_per_session)
+    if mirrored:
+        result = tuple(s for s in result if _mirrored(s, trials_per_session))
+        if not result:
+            raise DesignError("No condition sequence of this session plan mirrors its sessions.")
+    return result
+
+
+def _mirrored(sequence: str, step: int) -> bool:
+    parts = [sequence[i : i + step] for i in range(0, len(sequence), step)]
+    return all(part == before[::-1] for before, part in itertools.pairwise(parts))
+
+
+def _all_sequences(
+    conditions: Sequence[str], sessions: int, trials_per_session: int
+) -> tuple[str, ...]:
     letters = list(conditions)
     if not letters or len(set(letters)) != len(letters) or any(len(c) != 1 for c in letters):
         raise DesignError("Conditions must be distinct single letters.")
@@ -115,6 +146,39 @@ class TaskInfo:
                 f"Task {self.slug} has unknown difficulty {self.difficulty!r} "
                 f"(expected one of {', '.join(DIFFICULTY_LEVELS)})."
             ) from None
+
+
+def difficulty_gap(plan: Plan, levels: dict[str, int]) -> int:
+    """How far apart the conditions' summed task difficulties are in ``plan`` (0: matched).
+    Only meaningful when every condition has the same number of periods."""
+    sums: dict[str, int] = defaultdict(int)
+    for slug, condition in zip(plan.tasks, plan.sequence, strict=True):
+        sums[condition] += levels[slug]
+    return max(sums.values()) - min(sums.values()) if sums else 0
+
+
+def can_balance(plans: Sequence[Plan]) -> bool:
+    """Whether some mix of ``plans`` gives every task x condition cell they touch the same
+    count: the all-ones vector lies in the cone of the plans' cell vectors (an LP feasibility
+    problem; a rational solution scales to whole numbers of participants)."""
+    if not plans:
+        return False
+    cells = sorted({cell for p in plans for cell in zip(p.tasks, p.sequence, strict=True)})
+    index = {cell: i for i, cell in enumerate(cells)}
+    signatures = sorted(
+        {tuple(sorted(index[c] for c in zip(p.tasks, p.sequence, strict=True))) for p in plans}
+    )
+    matrix = np.zeros((len(cells), len(signatures)))
+    for j, sig in enumerate(signatures):
+        matrix[list(sig), j] = 1.0
+    result = linprog(
+        np.zeros(len(signatures)),
+        A_eq=matrix,
+        b_eq=np.ones(len(cells)),
+        bounds=(0, None),
+        method="highs",
+    )
+    return bool(result.status == 0)
 
 
 @dataclass(frozen=True)
@@ -174,13 +238,14 @@ def enumerate_plans(
             ):
                 continue
             plan = Plan(seq, tuple(t.slug for t in perm))
-            if check_difficulty and equal_counts and len(letters) > 1:
-                sums: dict[str, int] = defaultdict(int)
-                for t, c in zip(perm, seq, strict=True):
-                    sums[c] += levels[t.slug]
-                if len(set(sums.values())) > 1:
-                    unmatched.append(plan)
-                    continue
+            if (
+                check_difficulty
+                and equal_counts
+                and len(letters) > 1
+                and difficulty_gap(plan, levels)
+            ):
+                unmatched.append(plan)
+                continue
             matched.append(plan)
     if constraints.difficulty == "if_possible" and not matched:
         return unmatched

@@ -181,11 +181,13 @@ def choose_plan(
     *,
     weights: Weights = DEFAULT_WEIGHTS,
     target: int | None = None,
+    gaps: Sequence[int] | None = None,
 ) -> Choice:
     """Pick a plan by minimisation with a biased coin (see the module docstring). Scores use
-    the levels of all candidates; ``target`` only narrows which may be drawn. ``Choice.p_best``
-    is the probability actually used. RNG use is fixed for replay: ``rng.random()`` for the
-    coin, then one ``rng.choice``."""
+    the levels of all candidates; ``target`` only narrows which may be drawn. ``gaps`` (one per
+    candidate, e.g. the difficulty gap) breaks ties among the best-scoring: only those with the
+    smallest gap stay tied. ``Choice.p_best`` is the probability actually used. RNG use is
+    fixed for replay: ``rng.random()`` for the coin, then one ``rng.choice``."""
     if not candidates:
         raise DesignError("There is no admissible plan to choose from.")
     index = _index(tuple(candidates))
@@ -197,7 +199,11 @@ def choose_plan(
             admissible, exact = kept, True
     scores = _score(index, counts, weights)
     best = min(scores[i] for i in admissible)
-    tied = [candidates[i] for i in admissible if scores[i] == best]
+    at_best = [i for i in admissible if scores[i] == best]
+    if gaps is not None:
+        least = min(gaps[i] for i in at_best)
+        at_best = [i for i in at_best if gaps[i] == least]
+    tied = [candidates[i] for i in at_best]
     if exact and target is not None and target - counts.participants <= FINAL_FILL:
         p_best = 1.0
     plan = rng.choice(tied) if rng.random() < p_best else candidates[rng.choice(admissible)]

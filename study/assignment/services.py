@@ -17,6 +17,10 @@ participant's plan is ``released``: the minimiser sees the freed cells and refil
 participant finished session 1 and the study's ``replace_session2_no_shows`` is on, and when a
 completed participant is excluded, the assignment is also marked ``excluded_for_balance``: the
 next participant of the same track gets exactly that plan (``Assignment.replaces``).
+
+Targets (``track_targets``). Exact fill works per track: a track aims at its own target when
+the researcher set one, otherwise at its share of the study's target. Each audit row records
+the target it used and where it came from.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
@@ -42,7 +46,9 @@ from study.assignment.design import (
     DesignError,
     Plan,
     TaskInfo,
+    can_balance,
     condition_sequences,
+    difficulty_gap,
     enumerate_plans,
 )
 from study.assignment.minimiser import Choice, Counts, choose_plan, imbalance
@@ -53,7 +59,12 @@ logger = logging.getLogger(__name__)
 
 P_BEST = 0.9
 GRACE_HOURS = 24
-CONSTRAINTS = Constraints()  # difficulty-matched whenever the pool allows it
+# Balance priority -> the difficulty rule of the candidate set. "difficulty": matched plans only
+# whenever the pool has any; "uses": every plan, matched ones preferred among equals.
+DIFFICULTY_RULE: dict[str, Literal["if_possible", "off"]] = {
+    "difficulty": "if_possible",
+    "uses": "off",
+}
 Stage = Participant.Stage
 ENDED_STAGES = (Stage.COMPLETE, Stage.DECLINED, Stage.WITHDRAWN, Stage.EXCLUDED)
 
@@ -67,6 +78,28 @@ class TrackDesign:
     pool: tuple[TaskInfo, ...]
     sequences: tuple[str, ...]
     candidates: tuple[Plan, ...]
+    priority: str = "difficulty"
+    gaps: tuple[int, ...] | None = None  # difficulty gap per candidate, when uses come first
+
+
+@dataclass(frozen=True)
+class Target:
+    """How many participants a track should end with, and where that number comes from:
+    ``track`` (set on the track), ``study`` (the study's target, one track) or ``study_split``
+    (the study's target shared by the tracks without their own). ``None``: unknown, so
+    balance relies on minimisation alone."""
+
+    value: int | None
+    source: str
+
+    def describe(self) -> str:
+        if self.value is None:
+            return "no target (minimisation only)"
+        return {
+            "track": f"{self.value} participants (set on the track)",
+            "study": f"{self.value} participants (the study's target)",
+            "study_split": f"{self.value} participants (the study's target shared by the tracks)",
+        }[self.source]
 
 
 # --- Counting ----------------------------------------------------------------------------
@@ -108,20 +141,46 @@ def track_design(study: Study, track: Track) -> TrackDesign:
             f"needs {study.total_trials} different tasks."
         )
     try:
-        sequences = condition_sequences(conditions, study.sessions, study.trials_per_session)
-        candidates = _candidates(pool, sequences, study.total_trials)
+        sequences = condition_sequences(
+            conditions,
+            study.sessions,
+            study.trials_per_session,
+            mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
+        )
+        return design_for(pool, sequences, study.total_trials, study.balance_priority)
     except DesignError as exc:
-        raise AssignmentError(f"Study {study.slug} has no valid design: {exc}") from exc
+        raise AssignmentError(
+            f"Study {study.slug} has no valid design ({track.code}): {exc}"
+        ) from exc
+
+
+def design_for(
+    pool: tuple[TaskInfo, ...], sequences: tuple[str, ...], periods: int, priority: str
+) -> TrackDesign:
+    """The candidate plans of a pool under a balance priority (also used by ``replay``)."""
+    if priority not in DIFFICULTY_RULE:
+        raise DesignError(f"Unknown balance priority {priority!r}.")
+    candidates, gaps = _candidates(pool, sequences, periods, priority)
     if not candidates:
-        raise AssignmentError(f"No plan satisfies the design constraints for {track.code}.")
-    return TrackDesign(pool, sequences, candidates)
+        raise DesignError("no plan satisfies the design constraints")
+    return TrackDesign(pool, sequences, candidates, priority, gaps)
 
 
 @lru_cache(maxsize=32)
 def _candidates(
-    pool: tuple[TaskInfo, ...], sequences: tuple[str, ...], periods: int
-) -> tuple[Plan, ...]:
-    return tuple(enumerate_plans(list(pool), sequences, periods, CONSTRAINTS))
+    pool: tuple[TaskInfo, ...], sequences: tuple[str, ...], periods: int, priority: str
+) -> tuple[tuple[Plan, ...], tuple[int, ...] | None]:
+    constraints = Constraints(difficulty=DIFFICULTY_RULE[priority])
+    plans = tuple(enumerate_plans(list(pool), sequences, periods, constraints))
+    if priority != "uses":
+        return plans, None
+    # Uses first: matching difficulty is free when the matched plans alone can balance.
+    levels = {t.slug: t.level for t in pool}
+    gaps = tuple(difficulty_gap(p, levels) for p in plans)
+    matched = tuple(p for p, gap in zip(plans, gaps, strict=True) if gap == 0)
+    if matched and can_balance(matched) and len({t for p in matched for t in p.tasks}) == len(pool):
+        return matched, None
+    return plans, gaps
 
 
 def track_counts(
@@ -135,14 +194,30 @@ def track_counts(
     return counts
 
 
-def track_target(study: Study) -> int | None:
-    """How many participants a track should end with, when the study says so: with a single
-    track (with active tasks) that is the study's target. Otherwise unknown (tracks fill by
-    screening), and only minimisation applies."""
-    tracks = set(
+def track_targets(study: Study) -> dict[str, Target]:
+    """The target of every track with active tasks (by track code): its own when set;
+    otherwise an equal share of what the study's target leaves after the tracks with their
+    own (the remainder goes to the first tracks in code order). With one such track and no
+    own target, that is the study's target. Unknown when the own targets exceed the study's."""
+    with_tasks = set(
         TaskPoolEntry.objects.filter(study=study, active=True).values_list("track", flat=True)
     )
-    return study.target_participants if len(tracks) == 1 else None
+    tracks = [t for t in study.tracks.order_by("code") if t.pk in with_tasks]
+    own = {t.code: t.target_participants for t in tracks if t.target_participants is not None}
+    shared = [t.code for t in tracks if t.code not in own]
+    left = study.target_participants - sum(own.values())
+    result = {code: Target(value, "track") for code, value in own.items()}
+    for i, code in enumerate(shared):
+        if left < len(shared):
+            result[code] = Target(None, "study_split")
+            continue
+        share = left // len(shared) + (1 if i < left % len(shared) else 0)
+        result[code] = Target(share, "study" if len(tracks) == 1 else "study_split")
+    return result
+
+
+def track_target(study: Study, track: Track) -> Target:
+    return track_targets(study).get(track.code, Target(None, "study_split"))
 
 
 # --- The service -------------------------------------------------------------------------
@@ -190,14 +265,19 @@ def assign_plan(
         design = track_design(study, track)
         counts = track_counts(study, track, design, now=now)
         seed = secrets.randbelow(2**31) if rng_seed is None else rng_seed
-        target = track_target(study)
+        target = track_target(study, track)
         replaced = replacement_for(study, track, design)
         if replaced is not None:
             plan = plan_of(replaced)
             choice = Choice(plan, imbalance(counts, plan), 1, 1, p_best)
         else:
             choice = choose_plan(
-                design.candidates, counts, random.Random(seed), p_best, target=target
+                design.candidates,
+                counts,
+                random.Random(seed),
+                p_best,
+                target=target.value,
+                gaps=design.gaps,
             )
         assignment = Assignment.objects.create(
             participant=participant,
@@ -230,6 +310,9 @@ def assign_plan(
                 "tasks": assignment.tasks,
                 "seed": seed,
                 "algorithm_version": ALGORITHM_VERSION,
+                "priority": design.priority,
+                "target": target.value,
+                "target_source": target.source,
                 "replaces": replaced.pk if replaced else None,
             },
         )
@@ -248,15 +331,18 @@ def assign_plan(
 
 
 def audit_snapshot(
-    counts: Counts, design: TrackDesign, target: int | None, choice: Choice
+    counts: Counts, design: TrackDesign, target: Target, choice: Choice
 ) -> dict[str, Any]:
     """``Assignment.counts_before``: the counts plus what a replay needs (pool, sequences,
-    target) and whether the exact-fill restriction applied."""
+    balance priority, target and where the target came from) and whether the exact-fill
+    restriction applied."""
     return {
         **counts.to_json(),
         "pool": [[t.slug, t.difficulty] for t in design.pool],
         "sequences": list(design.sequences),
-        "target": target,
+        "priority": design.priority,
+        "target": target.value,
+        "target_source": target.source,
         "exact_fill": choice.exact,
         "n_admissible": choice.n_admissible,
     }
@@ -264,16 +350,19 @@ def audit_snapshot(
 
 def replay(assignment: Assignment) -> Choice:
     """Re-run the minimiser choice recorded in an audit row (rows with ``replaces`` set took
-    the replaced plan instead). For reviewers and tests."""
+    the replaced plan instead). Rows written before the balance priority existed were
+    assigned difficulty first. For reviewers and tests."""
     snap = assignment.counts_before
-    pool = [TaskInfo(slug, "", difficulty) for slug, difficulty in snap["pool"]]
-    candidates = enumerate_plans(pool, snap["sequences"], len(snap["sequences"][0]), CONSTRAINTS)
+    pool = tuple(sorted(TaskInfo(slug, "", difficulty) for slug, difficulty in snap["pool"]))
+    sequences = tuple(snap["sequences"])
+    design = design_for(pool, sequences, len(sequences[0]), snap.get("priority", "difficulty"))
     return choose_plan(
-        candidates,
+        design.candidates,
         Counts.from_json(snap),
         random.Random(assignment.seed),
         assignment.p_best,
         target=snap["target"],
+        gaps=design.gaps,
     )
 
 

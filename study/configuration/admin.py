@@ -26,6 +26,7 @@ from study.assignment.balance import balance_view
 from study.audit import retention
 from study.configuration import services
 from study.configuration.snapshots import ARM_FIELDS
+from study.configuration.validation import cross_track_problem, cross_track_warnings
 from study.enrolment.admin import create_participants_view
 from study.models import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
 from study.models.config import all_submission_channels
@@ -75,7 +76,7 @@ class PoolEntryForm(forms.ModelForm):
 
     class Meta:
         model = TaskPoolEntry
-        fields = ("track", "template_slug", "active")
+        fields = ("track", "template_slug", "active", "cross_track")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -94,6 +95,16 @@ class PoolEntryForm(forms.ModelForm):
         slug: str = self.cleaned_data["template_slug"]
         self.instance.difficulty = load_template(slug).difficulty
         return slug
+
+    def clean(self) -> dict[str, Any]:
+        """A template goes into its own track's pool unless the entry says cross-track."""
+        data: dict[str, Any] = super().clean() or {}
+        slug, track = data.get("template_slug"), data.get("track")
+        if slug and track is not None and not data.get("cross_track"):
+            template_track = load_template(slug).track
+            if template_track != track.code:
+                raise forms.ValidationError(cross_track_problem(slug, template_track, track.code))
+        return data
 
 
 class PoolInline(ScopedChoicesMixin, admin.TabularInline):
@@ -122,15 +133,38 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_filter = ("status",)
     inlines = [TrackInline, ArmInline, PoolInline]
     filter_horizontal = ("researchers",)
-    readonly_fields = ("config_version", "snapshot_list")
+    readonly_fields = ("config_version", "snapshot_list", "design_warnings")
     fieldsets = (
-        (None, {"fields": ("title", "slug", "description", "status", "contact", "researchers")}),
+        (
+            None,
+            {
+                "fields": (
+                    "design_warnings",
+                    "title",
+                    "slug",
+                    "description",
+                    "status",
+                    "contact",
+                    "researchers",
+                )
+            },
+        ),
         (
             "Session plan",
             {
                 "fields": (("sessions", "trials_per_session"), ("gap_hours", "window_hours")),
                 "description": "Participants do trials_per_session trials per session; the next "
                 "session opens gap_hours after the previous one ended, give or take window_hours.",
+            },
+        ),
+        (
+            "Balance",
+            {
+                "fields": ("sequence_set", "balance_priority", "expected_dropout"),
+                "description": "How plans are balanced. Each track aims at its own target (set "
+                "on the track, or an equal share of the study's target). Opening recruitment "
+                "simulates the allocation with the expected dropout and warns about the "
+                "imbalance it expects.",
             },
         ),
         (
@@ -176,6 +210,13 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
         ]
         return format_html_join(" · ", '<a href="{}">{}</a>', links)
 
+    @admin.display(description="warnings")
+    def design_warnings(self, obj: Study) -> str:
+        """Cross-track pool entries (allowed, but worth a look on every visit)."""
+        if obj.pk is None:
+            return "-"
+        return " ".join(cross_track_warnings(obj)) or "none"
+
     @admin.display(description="snapshots")
     def snapshot_list(self, obj: Study) -> str:
         rows = [
@@ -209,11 +250,13 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def open_recruitment(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:
         for study in queryset:
             try:
-                services.open_recruitment(study, actor=request.user)
+                warnings = services.open_recruitment(study, actor=request.user)
             except services.CannotOpen as exc:
                 messages.error(request, f"{study.slug}: {exc}")
             else:
                 messages.success(request, f"{study.slug} is now recruiting.")
+                for warning in warnings:
+                    messages.warning(request, f"{study.slug}: {warning}")
 
     @admin.action(description="Close the study")
     def close_study(self, request: HttpRequest, queryset: QuerySet[Study]) -> None:

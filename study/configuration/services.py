@@ -9,9 +9,11 @@ from typing import Any
 
 from django.db import transaction
 
+from study.assignment.services import AssignmentError
+from study.assignment.simulation import expected_imbalance, simulate, study_design
 from study.audit import log as audit
 from study.configuration.snapshots import current_snapshot
-from study.configuration.validation import configuration_problems
+from study.configuration.validation import configuration_problems, cross_track_warnings
 from study.models import Study, User
 
 
@@ -72,17 +74,42 @@ class CannotOpen(Exception):
     """The study's configuration is not ready for participants (message lists why)."""
 
 
-@transaction.atomic
-def open_recruitment(study: Study, *, actor: audit.Actor) -> None:
-    """Let participants join ``study`` (checks the configuration first; idempotent)."""
-    study = Study.objects.select_for_update().get(pk=study.pk)
-    problems = configuration_problems(study)
-    if problems:
+def open_recruitment(study: Study, *, actor: audit.Actor) -> list[str]:
+    """Let participants join ``study`` (checks the configuration first; idempotent). Returns
+    the design check's warnings: cross-track pool entries and the imbalance a simulated
+    allocation of the study's target, with its expected dropout, reaches
+    (``study.assignment.simulation``). The audit event of the opening lists them."""
+    if problems := configuration_problems(study):
         raise CannotOpen(" ".join(problems))
-    if study.status == Study.Status.RECRUITING:
-        return
-    status_before, study.status = study.status, Study.Status.RECRUITING
-    study.save(update_fields=["status"])
-    audit.record_config_change(
-        study, actor=actor, change="status", status=study.status, status_before=status_before
-    )
+    # Before the lock: the simulation takes seconds and rolls back everything it writes.
+    warnings = cross_track_warnings(study) + design_check(study)
+    with transaction.atomic():
+        study = Study.objects.select_for_update().get(pk=study.pk)
+        if problems := configuration_problems(study):  # changed in the meantime
+            raise CannotOpen(" ".join(problems))
+        if study.status != Study.Status.RECRUITING:
+            status_before, study.status = study.status, Study.Status.RECRUITING
+            study.save(update_fields=["status"])
+            audit.record_config_change(
+                study,
+                actor=actor,
+                change="status",
+                status=study.status,
+                status_before=status_before,
+                warnings=warnings,
+            )
+    return warnings
+
+
+DESIGN_CHECK_SEED = 1  # the check is reproducible: the same design gives the same warnings
+
+
+def design_check(study: Study) -> list[str]:
+    """The expected imbalance of ``study``'s design, as warnings."""
+    try:
+        summary = simulate(
+            study_design(study), dropout=study.expected_dropout, seed=DESIGN_CHECK_SEED
+        )
+    except AssignmentError as exc:
+        return [f"The allocation could not be simulated: {exc}"]
+    return expected_imbalance(summary)

@@ -51,6 +51,12 @@ def study_config(study: Study) -> dict[str, Any]:
         "report_release": study.report_release,
         "withdrawal_policy": study.withdrawal_policy,
         "replace_session2_no_shows": study.replace_session2_no_shows,
+        "design": {
+            "sequence_set": study.sequence_set,
+            "balance_priority": study.balance_priority,
+            "target_participants": study.target_participants,
+            "track_targets": {t.code: t.target_participants for t in study.tracks.order_by("code")},
+        },
         "consent": (
             {"version": study.consent_form.version, "sha256": study.consent_form.content_sha256}
             if study.consent_form
@@ -69,7 +75,12 @@ def study_config(study: Study) -> dict[str, Any]:
             arm.condition: arm_fields(arm) for arm in study.arms.select_related("ai_endpoint")
         },
         "pool": sorted(
-            [e.track.code, e.template_slug, e.difficulty]
+            [
+                e.track.code,
+                e.template_slug,
+                e.difficulty,
+                *(["cross-track"] if e.cross_track else []),
+            ]
             for e in study.pool.select_related("track").filter(active=True)
         ),
     }

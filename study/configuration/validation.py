@@ -45,6 +45,13 @@ def configuration_problems(study: Study) -> list[str]:
                 f"participant needs {needed} different tasks ({study.sessions} sessions x "
                 f"{study.trials_per_session} trials)."
             )
+    own = [t for t in tracks if t.target_participants is not None]
+    if sum(t.target_participants or 0 for t in own) > study.target_participants:
+        listed = ", ".join(f"{t.code} {t.target_participants}" for t in own)
+        problems.append(
+            f"The tracks' own targets ({listed}) add up to more than the study's target of "
+            f"{study.target_participants}: lower them or raise the study's target."
+        )
     problems.extend(pool_problems(study))
     for field, label in (
         ("consent_form", "a consent form"),
@@ -59,6 +66,30 @@ def configuration_problems(study: Study) -> list[str]:
     return problems
 
 
+def cross_track_problem(slug: str, template_track: str, pool_track: str) -> str:
+    return (
+        f"Template {slug} belongs to the {template_track} track, but it is in the {pool_track} "
+        f"pool: move it to the {template_track} pool, or tick cross-track on the entry to use "
+        "it here anyway."
+    )
+
+
+def cross_track_warnings(study: Study) -> list[str]:
+    """The study page's warning for each entry allowed into another track's pool."""
+    warnings = []
+    for entry in study.pool.filter(cross_track=True).select_related("track"):
+        try:
+            track = load_template(entry.template_slug).track
+        except BankError:
+            continue
+        if track != entry.track.code:
+            warnings.append(
+                f"The {entry.track.code} pool holds {entry.template_slug} from the {track} "
+                "track (cross-track): its participants get a task written for another track."
+            )
+    return warnings
+
+
 def pool_problems(study: Study) -> list[str]:
     """Pool entries that are not in the bank, and active ones that are retired or whose current
     version has not passed validation (retired and unvalidated ones are allowed only when the
@@ -66,12 +97,14 @@ def pool_problems(study: Study) -> list[str]:
     problems: list[str] = []
     versions: dict[str, str] = {}
     retired: dict[str, str] = {}
-    for entry in study.pool.order_by("template_slug", "track__code"):
+    for entry in study.pool.select_related("track").order_by("template_slug", "track__code"):
         try:
             spec = load_template(entry.template_slug)
         except BankError as exc:
             problems.append(f"Pool entry {entry.template_slug}: {exc}")
             continue
+        if spec.track != entry.track.code and not entry.cross_track:
+            problems.append(cross_track_problem(spec.slug, spec.track, entry.track.code))
         versions.setdefault(spec.slug, spec.version)
         if spec.retired:
             retired[spec.slug] = spec.retired_on

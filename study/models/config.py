@@ -8,6 +8,23 @@ from django.db import models
 
 
 class Study(models.Model):
+    class BalancePriority(models.TextChoices):
+        USES = "uses", "Balance task uses first, then match difficulty within each participant"
+        DIFFICULTY = (
+            "difficulty",
+            "Match difficulty within each participant first (uses may be uneven)",
+        )
+
+    class SequenceSet(models.TextChoices):
+        BALANCED = (
+            "balanced",
+            "Every session balanced, sessions combined freely (ABBA, BAAB, ABAB, BABA)",
+        )
+        MIRRORED = (
+            "mirrored",
+            "Each session mirrors the one before (ABBA, BAAB: the textbook crossover)",
+        )
+
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft (being configured)"
         RECRUITING = "recruiting", "Recruiting"
@@ -104,7 +121,33 @@ class Study(models.Model):
         default=True,
         help_text="Release the plan of a participant who misses session 2 so a newcomer gets it.",
     )
-    target_participants = models.PositiveIntegerField(default=45)
+    balance_priority = models.CharField(
+        max_length=10,
+        choices=BalancePriority.choices,
+        default=BalancePriority.USES,
+        help_text="When the pool's difficulties cannot be matched within every participant "
+        "without some tasks being used more than others, which comes first. Balancing uses "
+        "still prefers difficulty-matched plans whenever they are as balanced as any other.",
+    )
+    sequence_set = models.CharField(
+        max_length=10,
+        choices=SequenceSet.choices,
+        default=SequenceSet.BALANCED,
+        help_text="Which condition orders participants get. Both sets hold every condition "
+        "equally often in every session; orders such as AABB, which confound the condition "
+        "with the session, are never used.",
+    )
+    expected_dropout = models.FloatField(
+        default=0.15,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.9)],
+        help_text="Share of participants expected to drop out (0 to 0.9); the design check at "
+        "recruitment opening simulates the allocation with it.",
+    )
+    target_participants = models.PositiveIntegerField(
+        default=45,
+        help_text="Participants who should complete the study. Tracks without a target of "
+        "their own share it equally.",
+    )
     overbooking = models.PositiveIntegerField(
         default=5, help_text="Participants assigned beyond the target before assignment stops."
     )
@@ -153,6 +196,12 @@ class Track(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tracks")
     code = models.CharField(max_length=3, choices=Code.choices)
+    target_participants = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Participants this track should end with (exact balance aims at it). Empty: "
+        "the study's target split equally over the tracks that have active tasks.",
+    )
 
     class Meta:
         constraints = [
@@ -290,6 +339,11 @@ class TaskPoolEntry(models.Model):
     template_slug = models.SlugField(max_length=100, help_text="A template from the task bank.")
     difficulty = models.CharField(max_length=6, editable=False, help_text="From the template.")
     active = models.BooleanField(default=True)
+    cross_track = models.BooleanField(
+        default=False,
+        help_text="Allow a template of another track in this track's pool. Participants of "
+        "this track then get a task written for another track; the study's page warns about it.",
+    )
 
     class Meta:
         constraints = [

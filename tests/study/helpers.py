@@ -12,6 +12,7 @@ from django.db import connection
 from django.test import Client
 
 from config.celery_app import app as celery_app
+from evaluation.bank import load_template
 from study.demo.answers import answers_for
 from study.enrolment.accounts import create_participants
 from study.enrolment.services import give_consent, submit_screening
@@ -32,6 +33,12 @@ def journey_study(**fields: Any) -> Study:
     fields.setdefault("status", Study.Status.RECRUITING)
     fields.setdefault("report_release", Study.ReleasePolicy.IMMEDIATELY)
     study = make_study(tracks=("SDE", "MLE"), templates=JOURNEY_TEMPLATES, **fields)
+    # Both tracks share the four templates, so each pool holds some of another track's
+    # (allowed, with a warning, when the entry says cross-track).
+    for entry in study.pool.select_related("track"):
+        if load_template(entry.template_slug).track != entry.track.code:
+            entry.cross_track = True
+            entry.save(update_fields=["cross_track"])
     attach_default_instruments(study)
     study.refresh_from_db()
     return study

@@ -1,8 +1,9 @@
 """Balance properties of the assignment service, on random pools with random dropouts.
 
-Properties that hold by construction (and are checked here for arbitrary pools):
-- every plan is admissible: distinct tasks of the track's active pool, a design sequence, and
-  difficulty-matched whenever the pool allows any matched plan;
+Properties that hold by construction (and are checked here for arbitrary pools, under both
+balance priorities):
+- every plan is admissible: distinct tasks of the track's active pool, a design sequence, and,
+  when difficulty comes first, difficulty-matched whenever the pool allows any matched plan;
 - the audit row's ``counts_before`` is exactly the plans of the participants counted at that
   moment (completed or still active, never released), so dropouts free their slot;
 - every minimiser choice replays from its audit row;
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 from study.assignment.design import SEQUENCES, Plan, TaskInfo, enumerate_plans
 from study.assignment.minimiser import Counts
 from study.assignment.services import assign_plan, plan_of, release_plan, replay
-from study.management.commands.simulate_assignment import simulate
+from study.assignment.simulation import simulate, synthetic_design
 from study.models import Assignment, Participant
 from tests.study.factories_study import DIFFICULTIES, make_participant, make_study
 
@@ -52,12 +53,15 @@ def scenarios(draw):
     dropout = draw(st.sampled_from([0.0, 0.2, 0.4]))
     in_flight = draw(st.integers(1, 4))
     seed = draw(st.integers(0, 2**31 - 1))
-    return difficulties, target, dropout, in_flight, seed
+    priority = draw(st.sampled_from(["uses", "difficulty"]))
+    return difficulties, target, dropout, in_flight, seed, priority
 
 
-def _run(difficulties, target, dropout, in_flight_max, seed):
+def _run(difficulties, target, dropout, in_flight_max, seed, priority):
     templates = [(f"t{i}", d) for i, d in enumerate(difficulties)]
-    study = make_study(templates=templates, target_participants=target, overbooking=0)
+    study = make_study(
+        templates=templates, target_participants=target, overbooking=0, balance_priority=priority
+    )
     rng = random.Random(seed)
     counted: dict[int, Plan] = {}  # participant -> plan, as the test models who counts
     in_flight: list[tuple[Participant, bool]] = []
@@ -93,6 +97,7 @@ def _run(difficulties, target, dropout, in_flight_max, seed):
 def test_assignment_keeps_its_invariants_on_random_pools(scenario):
     with transaction.atomic():
         _, templates, assignments, completed = _run(*scenario)
+        difficulty_first = scenario[-1] == "difficulty"
         difficulty = dict(templates)
         pool = [TaskInfo(slug, "SDE", d) for slug, d in templates]
         any_matched = any(_matched(p, difficulty) for p in enumerate_plans(pool, SEQUENCES, 4))
@@ -101,7 +106,8 @@ def test_assignment_keeps_its_invariants_on_random_pools(scenario):
             assert a.sequence in SEQUENCES
             assert len(set(a.tasks)) == 4
             assert set(a.tasks) <= set(difficulty)
-            assert _matched(plan, difficulty) or not any_matched
+            assert _matched(plan, difficulty) or not any_matched or not difficulty_first
+            assert a.counts_before["priority"] == scenario[-1]
             snapshot = Counts.from_json(a.counts_before)
             assert snapshot.participants == expected.participants
             for cell, n in snapshot.task_condition.items():
@@ -129,7 +135,8 @@ def _seeds() -> list[int]:
 
 @pytest.mark.parametrize("seed", _seeds())
 def test_45_completers_with_15_percent_dropouts_split_every_task_evenly(seed):
-    result = simulate(tasks=9, participants=45, dropout=0.15, seed=seed)
+    design = synthetic_design(tasks=9, participants=45, balance_priority="difficulty")
+    result = simulate(design, dropout=0.15, seed=seed)
     assert result["completed"] == 45
     assert result["dropouts"] > 0
     assert result["exact_fill_lost"] == 0

@@ -9,11 +9,13 @@ from django.http import Http404
 from django.utils import timezone
 
 from study.assignment.balance import balance_table, balance_view
-from study.assignment.design import ALGORITHM_VERSION, SEQUENCES
+from study.assignment.design import ALGORITHM_VERSION, SEQUENCES, TaskInfo, difficulty_gap
+from study.assignment.minimiser import Counts, exact_fill_candidates, score_candidates
 from study.assignment.services import (
     AssignmentError,
     assign_plan,
     counted_assignments,
+    design_for,
     exclude_for_balance,
     plan_of,
     release_plan,
@@ -25,6 +27,7 @@ from tests.study.factories_study import (
     ParticipantFactory,
     make_participant,
     make_study,
+    synthetic_templates,
 )
 
 pytestmark = pytest.mark.django_db
@@ -49,12 +52,16 @@ def test_assignment_writes_a_replayable_audit_row(study):
     pool = set(study.pool.values_list("template_slug", flat=True))
     assert len(set(assignment.tasks)) == 4
     assert set(assignment.tasks) <= pool
-    assert assignment.n_candidates == 2592  # 9 tasks, 4 sequences, difficulty-matched
-    assert assignment.n_tied >= 1
+    # Uses first (the default), but three tasks of each difficulty can balance every cell with
+    # difficulty-matched plans alone, so those are the candidates: 9 tasks, 4 sequences.
+    assert assignment.n_candidates == 2592
+    assert assignment.n_tied == 2592  # on empty counts
     snapshot = assignment.counts_before
     assert snapshot["participants"] == 0
     assert set(snapshot["task"].values()) == {0}
     assert snapshot["target"] == 45
+    assert snapshot["target_source"] == "study"
+    assert snapshot["priority"] == "uses"
     assert snapshot["exact_fill"] is True
     assert sorted(slug for slug, _ in snapshot["pool"]) == sorted(pool)
     assert AssignmentLock.objects.filter(study=study).count() == 1
@@ -63,7 +70,37 @@ def test_assignment_writes_a_replayable_audit_row(study):
     assert (choice.min_score, choice.n_tied) == (assignment.min_score, assignment.n_tied)
 
 
-def test_difficulty_of_ai_and_no_ai_tasks_is_matched(study):
+def test_uses_first_takes_the_most_difficulty_matched_of_the_best_balanced_plans():
+    # easy, medium, hard, easy, medium: every matched plan holds both medium tasks, so matched
+    # plans alone cannot balance uses; all plans are candidates and the gap breaks ties.
+    study = make_study(tracks=("SDE",), templates=synthetic_templates(5), target_participants=45)
+    levels = {"easy": 1, "medium": 2, "hard": 3}
+    pool = tuple(
+        sorted(
+            TaskInfo(s, "SDE", d) for s, d in study.pool.values_list("template_slug", "difficulty")
+        )
+    )
+    design = design_for(pool, SEQUENCES, 4, "uses")
+    assert design.gaps is not None
+    assert len(design.candidates) == 480  # 5 x 4 x 3 x 2 task orders x 4 sequences
+    matched = 0
+    for _ in range(12):
+        a = assign_plan(make_participant(study), create_trials=False, p_best=1.0)
+        counts = Counts.from_json(a.counts_before)
+        scores = score_candidates(design.candidates, counts)
+        exact = set(exact_fill_candidates(design.candidates, counts, 45))
+        admissible = [i for i, p in enumerate(design.candidates) if not exact or p in exact]
+        best = min(scores[i] for i in admissible)
+        least_gap = min(design.gaps[i] for i in admissible if scores[i] == best)
+        gap = difficulty_gap(plan_of(a), {t.slug: levels[t.difficulty] for t in pool})
+        assert gap == least_gap
+        matched += gap == 0
+    assert matched >= 1
+
+
+def test_difficulty_first_matches_the_ai_and_no_ai_tasks(study):
+    study.balance_priority = "difficulty"
+    study.save(update_fields=["balance_priority"])
     levels = {"easy": 1, "medium": 2, "hard": 3}
     difficulty = dict(study.pool.values_list("template_slug", "difficulty"))
     for _ in range(6):
@@ -234,7 +271,7 @@ def test_balance_table_shows_what_the_minimiser_counts(study, django_assert_num_
     release_plan(gone)
 
     # arms, pool, counted plans, tracks with a pool, released/excluded/replacement totals
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         table = balance_table(study)
 
     assert (table["counted"], table["completed"], table["released"]) == (2, 1, 1)
@@ -259,6 +296,8 @@ def test_balance_page_renders_for_a_researcher(study, admin_researcher, rf):
     response = balance_view(request, study.pk)
     html = response.render().content.decode()
     assert "Track SDE: 1 counted, 0 completed" in html
+    assert "Target: 45 participants (the study&#x27;s target)." in html
+    assert "Balance priority: Balance task uses first" in html
     assert "sde-01" in html
     assert "ABBA" in html
 

@@ -16,7 +16,9 @@ from study.assignment.design import (
     DesignError,
     Plan,
     TaskInfo,
+    can_balance,
     condition_sequences,
+    difficulty_gap,
     enumerate_plans,
     williams,
 )
@@ -212,3 +214,20 @@ def test_exact_fill_keeps_exactly_the_plans_that_leave_a_completable_remainder(s
 def test_exact_fill_does_not_apply_when_shares_are_fractional():
     assert cell_shares(SMALL_PLANS, 14) is None  # 14 * 2 / 6 is not whole
     assert exact_fill_candidates(SMALL_PLANS, Counts.empty(SMALL_PLANS), 14) == []
+
+
+def test_matched_plans_can_balance_a_pool_of_three_per_difficulty_but_not_an_uneven_one():
+    levels = {"easy": 1, "medium": 2, "hard": 3}
+
+    def matched(pool):
+        plans = enumerate_plans(pool, SEQUENCES, 4, Constraints(difficulty="off"))
+        lv = {t.slug: levels[t.difficulty] for t in pool}
+        return [p for p in plans if difficulty_gap(p, lv) == 0]
+
+    assert can_balance(matched(REFERENCE_POOL))
+    uneven = [
+        TaskInfo(f"t{i}", "SDE", d)
+        for i, d in enumerate(("easy", "medium", "hard", "easy", "medium"))
+    ]
+    assert not can_balance(matched(uneven))  # both medium tasks are in every matched plan
+    assert not can_balance([])

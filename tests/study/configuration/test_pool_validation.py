@@ -8,9 +8,11 @@ from django.test import Client
 
 from evaluation.bank import load_template
 from evaluation.models import TemplateStatus
+from study.audit.log import CONFIG_CHANGE
+from study.configuration.admin import PoolEntryForm
 from study.configuration.services import CannotOpen, open_recruitment
 from study.configuration.validation import configuration_problems
-from study.models import Study
+from study.models import AuditEvent, Study, TaskPoolEntry
 from tests.study.helpers import JOURNEY_TEMPLATES, journey_study
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +86,61 @@ def test_admin_shows_the_setting_and_each_pool_templates_status(admin_client: Cl
     assert f"{CHEAP} — retired on 2026-12-02 (v{version})" in page
     options = page.split('name="pool-0-template_slug"', 1)[1].split("</select>", 1)[0]
     assert options.count("retired on") == 1
+
+
+def test_a_template_of_another_track_is_refused_unless_marked_cross_track(
+    admin_client: Client,
+) -> None:
+    study = journey_study(status=Study.Status.DRAFT)
+    mle = study.tracks.get(code="MLE")
+    active = "sde-statement-import"
+    form = PoolEntryForm(
+        data={"track": mle.pk, "template_slug": active, "active": "on"},
+        instance=TaskPoolEntry(study=study),
+    )
+    assert not form.is_valid()
+    assert form.non_field_errors() == [
+        f"Template {active} belongs to the SDE track, but it is in the MLE pool: move it to the "
+        "SDE pool, or tick cross-track on the entry to use it here anyway."
+    ]
+    marked = PoolEntryForm(
+        data={"track": mle.pk, "template_slug": active, "active": "on", "cross_track": "on"},
+        instance=TaskPoolEntry(study=study),
+    )
+    assert marked.is_valid(), marked.errors
+    message = (
+        f"Template {CHEAP} belongs to the SDE track, but it is in the MLE pool: move it to the "
+        "SDE pool, or tick cross-track on the entry to use it here anyway."
+    )
+    # An entry made outside the admin is caught before recruitment opens.
+    study.pool.filter(track=mle, template_slug=CHEAP).update(cross_track=False)
+    assert message in configuration_problems(study)
+    with pytest.raises(CannotOpen, match="belongs to the SDE track, but it is in the MLE pool"):
+        open_recruitment(study, actor=None)
+    # Marked cross-track: allowed, and the study's page says so.
+    study.pool.filter(track=mle, template_slug=CHEAP).update(cross_track=True)
+    assert configuration_problems(study) == []
+    page = admin_client.get(f"/admin/study/study/{study.pk}/change/").content.decode()
+    assert f"The MLE pool holds {CHEAP} from the SDE track (cross-track)" in page
+
+
+def test_opening_recruitment_warns_about_the_expected_imbalance(admin_client: Client) -> None:
+    study = journey_study(
+        status=Study.Status.DRAFT, target_participants=10, balance_priority="difficulty"
+    )
+    response = admin_client.post(
+        "/admin/study/study/",
+        {"action": "open_recruitment", "_selected_action": [study.pk]},
+        follow=True,
+    )
+    page = response.content.decode()
+    study.refresh_from_db()
+    assert study.status == Study.Status.RECRUITING
+    assert "is now recruiting." in page
+    # Both 4-task pools are given whole to every participant of the track: uses are even, but
+    # 5 participants per track cannot split each task 50/50 between the conditions.
+    assert "Track MLE: a target of 5 cannot give every task the same number of uses per" in page
+    assert "The MLE pool holds sde-clickomania from the SDE track (cross-track)" in page
+    event = AuditEvent.objects.filter(action=CONFIG_CHANGE, details__change="status").last()
+    assert event is not None
+    assert any("a target of 5" in w for w in event.details["warnings"])
