@@ -12,9 +12,10 @@ Definitions (also in the captions and the dashboard's notes):
 - **Paired t-test** (``scipy.stats.ttest_rel``) with **d_z** = mean difference / SD of the
   differences (what drives paired power) and, for comparison with between-subject studies,
   **d_av** = mean difference / mean of the two conditions' SDs (Lakens 2013).
-- **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``, its default method: exact for small
-  samples without ties or zero differences, otherwise the normal approximation; zero
-  differences are dropped).
+- **Wilcoxon signed-rank** (``scipy.stats.wilcoxon`` with ``zero_method="pratt"``: zero
+  differences are ranked with the others and then dropped, so they still shift the ranks of
+  the rest instead of vanishing; exact for small samples without ties or zeros, otherwise the
+  normal approximation).
 - **McNemar (exact)** on paired pass/fail: a participant *passes a condition* when at least half
   of their trials in it passed (``mean >= 0.5``; in the default design of two trials per
   condition this is "passed at least one"). Exact binomial test on the discordant pairs.
@@ -119,7 +120,7 @@ def paired_test(without_ai: Sequence[float], with_ai: Sequence[float]) -> dict[s
     else:  # every participant differs by the same amount: t is undefined
         result.update(t=None, p_t=None, ci_low=_num(mean_diff), ci_high=_num(mean_diff))
     if np.any(diff != 0):
-        w = sps.wilcoxon(x1, x0)
+        w = sps.wilcoxon(x1, x0, zero_method="pratt")
         result.update(wilcoxon_w=_num(w.statistic), p_wilcoxon=_num(w.pvalue))
     else:
         result.update(wilcoxon_w=None, p_wilcoxon=None)
@@ -209,7 +210,7 @@ def mixed_model(rows: Sequence[Row]) -> dict[str, Any]:
             except (ValueError, np.linalg.LinAlgError) as exc:
                 error = str(exc)  # e.g. tasks that coincide with periods: drop them, retry
     if fit is None:
-        result["reason"] = f"the model could not be fitted ({error})"
+        result["reason"] = f"could not be fitted ({error})"
         return result
     result["task_effects"] = "C(task)" in formula
     if not result["task_effects"]:
@@ -229,6 +230,10 @@ def mixed_model(rows: Sequence[Row]) -> dict[str, Any]:
         warnings=sorted({str(w.message).splitlines()[0] for w in caught})[:3],
     )
     return result
+
+
+def _participants(n: int) -> str:
+    return f"{n} participant" if n == 1 else f"{n} participants"
 
 
 def _direction(diff: float, lower_is_better: bool) -> str:
@@ -262,7 +267,7 @@ def secondary_caption(label: str, unit: str, scale: float, lower: bool, r: dict[
         parts.append(f"d_z = {r['d_z']:.2f} (d_av = {r['d_av']:.2f})")
     if r.get("p_wilcoxon") is not None:
         parts.append(f"Wilcoxon signed-rank {fmt_p(r['p_wilcoxon'])}")
-    parts.append(f"n = {r['n']} participants")
+    parts.append(f"n = {_participants(r['n'])}")
     return text + ". " + "; ".join(parts) + "."
 
 
@@ -271,7 +276,7 @@ def primary_caption(r: dict[str, Any]) -> str:
         return f"Overall pass: not computed — {r.get('reason', 'no data')}."
     n = r["n"]
     return (
-        f"Overall pass (primary outcome): of {n} participants who worked in both conditions, "
+        f"Overall pass (primary outcome): of {_participants(n)} who worked in both conditions, "
         f"{r['passed_with_ai']} passed at least half of their tasks with the AI assistant and "
         f"{r['passed_without_ai']} without it. {r['only_with_ai']} passed only with the "
         f"assistant and {r['only_without_ai']} only without it (exact McNemar test, "
@@ -285,7 +290,7 @@ def mixed_caption(r: dict[str, Any]) -> str:
     terms = "AI + period + task" if r["task_effects"] else "AI + period"
     text = (
         f"Mixed-effects model (completion time in minutes ~ {terms}, random intercept per "
-        f"participant; {r['n_trials']} trials of {r['n_participants']} participants on "
+        f"participant; {r['n_trials']} trials of {_participants(r['n_participants'])} on "
         f"{r['n_tasks']} tasks): the AI assistant changes completion time by "
         f"{r['effect_min']:+.1f} min (95 % CI {r['ci_low_min']:.1f} to {r['ci_high_min']:.1f}, "
         f"{fmt_p(r['p'])})."

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import pytest
+import scipy.stats as sps
 
 from study.results.dashboard import figures
 from study.results.stats import (
@@ -20,6 +21,8 @@ from study.results.stats import (
     paired_stats,
     paired_test,
     paired_values,
+    primary_caption,
+    secondary_caption,
 )
 from study.results.table2 import table2, wilson
 
@@ -98,6 +101,28 @@ def test_wilcoxon_matches_exact_enumeration() -> None:
     assert r["wilcoxon_w"] == 2.0  # the smaller rank sum: only rank 2 is negative
     assert r["p_wilcoxon"] == pytest.approx(6 / 64)  # P(W <= 2) = 3/64, two-sided
     assert r["p_wilcoxon"] == pytest.approx(exact_wilcoxon_p([1, -2, 3, 4, 5, 6]))
+
+
+def test_wilcoxon_keeps_zero_differences_in_the_ranking_pratt() -> None:
+    without = [5.0] * 8
+    with_ai = [5.0, 5.0, 6.0, 3.0, 8.0, 9.0, 10.0, 11.0]  # differences 0, 0, 1, -2, 3, 4, 5, 6
+    r = paired_test(without, with_ai)
+    # Pratt ranks the two zeros first (1.5 each) and then drops them: -2 keeps rank 4, so the
+    # smaller rank sum is 4. Dropping the zeros first ("wilcox") would give -2 rank 2.
+    assert r["wilcoxon_w"] == 4.0
+    assert sps.wilcoxon(with_ai, without).statistic == 2.0
+    assert r["p_wilcoxon"] == pytest.approx(
+        sps.wilcoxon(with_ai, without, zero_method="pratt").pvalue
+    )
+
+
+def test_captions_count_one_participant_in_the_singular() -> None:
+    caption = secondary_caption(
+        "NASA-TLX", "points", 1.0, True, {**paired_test(WITHOUT, WITH), "n": 1}
+    )
+    assert caption.endswith("n = 1 participant.")
+    primary = primary_caption({**mcnemar_exact([(False, True)]), "computed": True})
+    assert "of 1 participant who worked in both conditions" in primary
 
 
 def test_paired_test_needs_two_pairs_and_survives_constant_differences() -> None:
