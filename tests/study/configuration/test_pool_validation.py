@@ -78,6 +78,14 @@ def test_admin_shows_the_setting_and_each_pool_templates_status(admin_client: Cl
     version = _set(CHEAP, TemplateStatus.Status.ACCEPTED)
     page = admin_client.get(f"/admin/study/study/{study.pk}/change/").content.decode()
     assert 'name="allow_unvalidated_templates"' in page
+    for name in (
+        "sequence_set",
+        "balance_priority",
+        "expected_dropout",
+        "tracks-0-target_participants",
+        "pool-0-cross_track",
+    ):
+        assert f'name="{name}"' in page
     assert "Rejected and compromised templates are never allowed." in page
     assert f"accepted (v{version})" in page
     other = JOURNEY_TEMPLATES[1][0]
