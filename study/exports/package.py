@@ -348,7 +348,7 @@ def build_package(
         )
     )
     builder.files.append(
-        write_text(out_dir, "analysis/primary_model.py", readme.ANALYSIS_SCRIPT, scanner)
+        write_text(out_dir, "analysis/primary_model.py", readme.analysis_script(), scanner)
     )
     text = readme.readme(study, profile, manifest, deid, builder.files, builder.written)
     builder.files.append(write_text(out_dir, "README.md", text, scanner))

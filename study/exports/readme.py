@@ -5,10 +5,12 @@ script that reproduces the primary model from the package alone."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from study.exports.files import CODEBOOK_HEADER, FileEntry, data_path
 from study.exports.registry import Column, Profile, TableSpec
+from study.results import glmm
 
 if TYPE_CHECKING:
     from study.models import Study
@@ -175,7 +177,9 @@ def readme(
         "| `dataset_description.json` | | Psych-DS / schema.org description |",
         "| `deid_report.json` | | what was generalised, suppressed and dropped, and why |",
         "| `manifest.json` | | sha256, size and row count of every file; export options |",
-        "| `analysis/primary_model.py` | | the pre-registered primary model on this package |",
+        "| `analysis/primary_model.py` | | the pre-registered primary model (the platform's own "
+        "code) on this package: `python analysis/primary_model.py` (needs numpy, scipy, pandas "
+        "and statsmodels) |",
         "",
         "## How to read the data",
         "",
@@ -184,7 +188,9 @@ def readme(
         "- Booleans are `true` / `false`. Several choices in one answer are joined with `|`.",
         "- Long format: join tables on `participant_id` (and `period` for trial-level tables).",
         "- `taskattempts` is the primary analysis table: one row per trial, exactly the model "
-        "frame `pass_all ~ condition + period + (1|participant_id) + (1|task_id)`.",
+        "frame of the primary model, a logistic mixed model `pass_all ~ condition + period + "
+        "task_id + (1|participant_id)` (GEE logit with participant clusters when it cannot be "
+        "fitted).",
         "- Outcomes of trials whose grading has not finished are empty (`grading_status` says "
         "`queued` or `running`).",
         "",
@@ -255,23 +261,8 @@ def readme(
     return "\n".join(lines)
 
 
-ANALYSIS_SCRIPT = '''"""Primary model from this package alone (needs pandas and statsmodels).
-
-    python analysis/primary_model.py
-"""
-
-from pathlib import Path
-
-import pandas as pd
-import statsmodels.formula.api as smf
-
-root = Path(__file__).resolve().parents[1]
-attempts = pd.read_csv(next((root / "data").glob("*_description-taskattempts_data.csv")))
-graded = attempts.dropna(subset=["pass_all"]).copy()
-graded["ai"] = (graded["ai_mode"] != "none").astype(int)
-graded["passed"] = graded["pass_all"].astype(str).str.lower().eq("true").astype(int)
-print(graded.groupby("ai")["passed"].agg(["mean", "count"]))
-if graded["participant_id"].nunique() > 2:
-    model = smf.mixedlm("passed ~ ai + C(period)", graded, groups=graded["participant_id"])
-    print(model.fit().summary())
-'''
+def analysis_script() -> str:
+    """``analysis/primary_model.py``: the platform's own primary-model module
+    (``study.results.glmm``, numpy/scipy/pandas/statsmodels only); run as a script it fits the
+    model to this package's task attempts."""
+    return Path(glmm.__file__).read_text(encoding="utf-8")

@@ -16,10 +16,15 @@ Definitions (also in the captions and the dashboard's notes):
   differences are ranked with the others and then dropped, so they still shift the ranks of
   the rest instead of vanishing; exact for small samples without ties or zeros, otherwise the
   normal approximation).
-- **McNemar (exact)** on paired pass/fail: a participant *passes a condition* when at least half
-  of their trials in it passed (``mean >= 0.5``; in the default design of two trials per
-  condition this is "passed at least one"). Exact binomial test on the discordant pairs.
-- **Primary outcome**: overall pass (McNemar). **Secondary family**: partial pass, completion
+- **Primary outcome**: overall pass per trial, modelled by a logistic mixed model (AI + period
+  + task, random intercept per participant, maximum likelihood by Gauss-Hermite quadrature;
+  GEE logit with participant clusters when it cannot be fitted): ``study.results.glmm``. The
+  odds ratio with its 95 % interval; the GEE is also shown as a robustness check.
+- **McNemar (exact)**, a robustness check of the primary outcome at the participant level: a
+  participant *passes a condition* when at least half of their trials in it passed (``mean >=
+  0.5``; in the default design of two trials per condition this is "passed at least one"). It
+  throws away the trial-level information, so it has less power than the model.
+- **Secondary family**: partial pass, completion
   time (PAR-N, N the arms' time limit), NASA-TLX, confidence; their paired t-test p-values are
   **Holm**-adjusted together.
 - **Mixed-effects model** (``statsmodels`` MixedLM, REML): ``completion_min ~ ai + C(period) +
@@ -42,6 +47,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from evaluation.grading import par_label
+from study.results.glmm import pass_models
 
 Row = dict[str, Any]
 MIN_MIXED_PARTICIPANTS = 10
@@ -272,11 +278,15 @@ def secondary_caption(label: str, unit: str, scale: float, lower: bool, r: dict[
 
 
 def primary_caption(r: dict[str, Any]) -> str:
+    """The McNemar robustness check of the primary outcome."""
     if not r.get("computed"):
-        return f"Overall pass: not computed — {r.get('reason', 'no data')}."
+        return (
+            f"Overall pass, McNemar robustness check: not computed — {r.get('reason', 'no data')}."
+        )
     n = r["n"]
     return (
-        f"Overall pass (primary outcome): of {_participants(n)} who worked in both conditions, "
+        f"Robustness check (participant level, McNemar): of {_participants(n)} who worked in "
+        "both conditions, "
         f"{r['passed_with_ai']} passed at least half of their tasks with the AI assistant and "
         f"{r['passed_without_ai']} without it. {r['only_with_ai']} passed only with the "
         f"assistant and {r['only_without_ai']} only without it (exact McNemar test, "
@@ -302,13 +312,101 @@ def mixed_caption(r: dict[str, Any]) -> str:
     return text
 
 
+def pass_model(rows: Sequence[Row]) -> dict[str, Any]:
+    """The primary outcome's model on graded trials of participants with both conditions:
+    the GLMM of ``study.results.glmm`` (GEE logit when it cannot be fitted), and the GEE as a
+    robustness check."""
+    import pandas as pd
+
+    both = {pid for pid, _, _ in paired_values(rows, "overall_pass")}
+    data = [
+        {
+            "y": int(row["overall_pass"] >= 0.5),
+            "ai": int(bool(row["ai"])),
+            "period": int(row["period"]),
+            "task": str(row["template"]),
+            "pid": str(row["participant"]),
+        }
+        for row in rows
+        if row["participant"] in both and row.get("overall_pass") is not None
+    ]
+    result: dict[str, Any] = {
+        "outcome": "overall_pass",
+        "n_participants": len(both),
+        "n_trials": len(data),
+        "n_tasks": len({d["task"] for d in data}),
+        "computed": False,
+    }
+    if len(both) < MIN_MIXED_PARTICIPANTS:
+        result["reason"] = (
+            f"needs at least {MIN_MIXED_PARTICIPANTS} participants with graded trials in both "
+            f"conditions (have {len(both)})"
+        )
+        return result
+    frame = pd.DataFrame(data)
+    if frame["y"].nunique() < 2:
+        result["reason"] = "every trial has the same result, so there is no contrast to model"
+        return result
+    fits = pass_models(frame)
+    primary = fits["primary"]
+    result["glmm"], result["gee"] = fits["glmm"], fits["gee"]
+    if "error" in primary:
+        result["reason"] = f"neither model could be fitted ({fits['glmm']['error']})"
+        return result
+    result.update(
+        computed=True,
+        method=primary["method"],
+        odds_ratio=_num(primary["odds_ratio"]),
+        ci_low=_num(primary["ci_low"]),
+        ci_high=_num(primary["ci_high"]),
+        p=_num(primary["p"]),
+        task_effects=any(t.startswith("task_") for t in primary["terms"]),
+    )
+    if "error" in fits["glmm"]:
+        result["fallback_reason"] = fits["glmm"]["error"]
+    return result
+
+
+def _or_text(r: dict[str, Any]) -> str:
+    return (
+        f"odds ratio {r['odds_ratio']:.2f} (95 % CI {r['ci_low']:.2f} to {r['ci_high']:.2f}, "
+        f"{fmt_p(r['p'])})"
+    )
+
+
+def pass_model_caption(r: dict[str, Any]) -> str:
+    if not r.get("computed"):
+        return f"Overall pass (primary outcome): not modelled — {r['reason']}."
+    terms = "AI + period + task" if r["task_effects"] else "AI + period"
+    if r["method"] == "glmm":
+        model = (
+            f"logistic mixed model ({terms}, random intercept per participant, maximum likelihood)"
+        )
+    else:
+        model = (
+            f"GEE logit ({terms}, participant clusters, robust standard errors), used because "
+            f"the logistic mixed model could not be fitted: {r['fallback_reason']}"
+        )
+    text = (
+        f"Overall pass (primary outcome), {r['n_trials']} graded trials of "
+        f"{_participants(r['n_participants'])} on {r['n_tasks']} tasks, {model}: the AI "
+        f"assistant's {_or_text(r)}."
+    )
+    if r["method"] == "glmm" and "error" not in r["gee"]:
+        text += f" Robustness check, GEE logit with participant clusters: {_or_text(r['gee'])}."
+    return text
+
+
 def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
-    """Primary (McNemar on pass), secondary family (paired t + Wilcoxon, Holm) and the mixed
-    model, each with a plain-language caption."""
+    """Primary (the pass model; McNemar on participants as a robustness check), secondary
+    family (paired t + Wilcoxon, Holm) and the mixed model, each with a plain-language
+    caption."""
+    primary = pass_model(rows)
+    primary["caption"] = pass_model_caption(primary)
     pairs = [(a >= 0.5, b >= 0.5) for _, a, b in paired_values(rows, "overall_pass")]
-    primary = mcnemar_exact(pairs)
-    primary["outcome"] = "overall_pass"
-    primary["caption"] = primary_caption(primary)
+    mcnemar_result = mcnemar_exact(pairs)
+    mcnemar_result["outcome"] = "overall_pass"
+    mcnemar_result["caption"] = primary_caption(mcnemar_result)
     secondary = []
     par = par_label(r["time_limit_min"] for r in rows if r.get("time_limit_min"))
     for key, label, unit, _, lower in SECONDARY:
@@ -325,8 +423,9 @@ def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
     mixed["caption"] = mixed_caption(mixed)
     return {
         "contrast": "AI assistant on minus off",
-        "n_paired": primary["n"],
+        "n_paired": mcnemar_result["n"],
         "primary": primary,
+        "mcnemar": mcnemar_result,
         "secondary": secondary,
         "mixed": mixed,
     }

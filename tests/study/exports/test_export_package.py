@@ -7,6 +7,8 @@ import csv
 import hashlib
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -33,6 +35,7 @@ from study.exports.registry import (
 )
 from study.exports.scan import LeakDetected
 from study.models import Study
+from study.results import glmm
 from tests.study.exports.demo_packages import (
     CODE_MARKER,
     EMAIL,
@@ -362,3 +365,19 @@ def test_copy_fast_path_writes_the_same_events_file_as_the_python_path(
 def test_the_span_slack_covers_the_telemetry_grace_after_a_trial_closes() -> None:
     """Events the IDE bridge still accepts after closing keep their own times in exports."""
     assert CLOSED_GRACE <= SPAN_SLACK
+
+
+def test_the_primary_model_script_runs_from_the_package_alone(built: Built) -> None:
+    script = built.public.out_dir / "analysis" / "primary_model.py"
+    assert script.read_text() == Path(glmm.__file__).read_text()
+    done = subprocess.run(
+        [sys.executable, "-I", str(script)],  # isolated: no platform code on the path
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=built.public.out_dir.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    # One graded trial in the demo package: the model says why it cannot be fitted.
+    assert "primary: not fitted: " in done.stdout

@@ -182,7 +182,8 @@ def test_dashboard_queries_are_bounded(study: Study, django_assert_num_queries: 
     html = response.content.decode()
     assert "Table 2" in html
     assert "B: AI (B)" in html
-    assert "Overall pass (primary outcome): of 14 participants" in html
+    assert "Overall pass (primary outcome), 56 graded trials of 14 participants" in html
+    assert "Robustness check (participant level, McNemar): of 14 participants" in html
     assert "Completion time (PAR-60): on average" in html
     assert "Mixed-effects model (completion time in minutes" in html  # 14 >= 10 participants
     assert 'id="figure-pass_rates" type="application/json"' in html

@@ -10,8 +10,12 @@ import itertools
 import math
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 import scipy.stats as sps
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
 
 from study.results.dashboard import figures
 from study.results.stats import (
@@ -184,24 +188,79 @@ def pass_rows() -> list[dict[str, Any]]:
     rows = []
     for i, (without, with_ai) in enumerate(patterns):
         pid = f"p{i:02d}"
+        first = 1 + i % 2  # ABAB and BABA alternate, so condition and period are not confounded
         rows += [
-            row(pid, False, 1, overall_pass=without[0]),
-            row(pid, True, 2, overall_pass=with_ai[0]),
+            row(pid, False, first, overall_pass=without[0]),
+            row(pid, True, 3 - first, overall_pass=with_ai[0]),
         ]
         rows += [
-            row(pid, False, 3, overall_pass=without[1]),
-            row(pid, True, 4, overall_pass=with_ai[1]),
+            row(pid, False, first + 2, overall_pass=without[1]),
+            row(pid, True, 5 - first, overall_pass=with_ai[1]),
         ]
     return rows
 
 
-def test_paired_stats_primary_outcome_uses_the_half_of_trials_rule() -> None:
+def test_the_mcnemar_robustness_check_uses_the_half_of_trials_rule() -> None:
     result = paired_stats(pass_rows())
-    primary = result["primary"]
-    assert primary["table"] == [[3, 1], [7, 2]]
-    assert primary["p"] == pytest.approx(18 / 256)
-    assert "7 passed only with the assistant and 1 only without it" in primary["caption"]
-    assert "exact McNemar test, p = .070" in primary["caption"]
+    check = result["mcnemar"]
+    assert check["table"] == [[3, 1], [7, 2]]
+    assert check["p"] == pytest.approx(18 / 256)
+    assert check["caption"].startswith("Robustness check (participant level, McNemar)")
+    assert "7 passed only with the assistant and 1 only without it" in check["caption"]
+    assert "exact McNemar test, p = .070" in check["caption"]
+
+
+def test_the_primary_outcome_is_the_trial_level_pass_model() -> None:
+    rows = pass_rows()
+    primary = paired_stats(rows)["primary"]
+    assert primary["computed"] is True
+    assert primary["method"] == "glmm"
+    assert (primary["n_participants"], primary["n_trials"]) == (13, 52)
+    assert primary["task_effects"] is False  # each task is one period here: collinear
+    assert primary["caption"].startswith(
+        "Overall pass (primary outcome), 52 graded trials of 13 participants on 4 tasks, "
+        "logistic mixed model (AI + period, random intercept per participant, maximum "
+        "likelihood): the AI assistant's odds ratio "
+    )
+    # The robustness GEE equals statsmodels' own GEE fitted here on the same trials.
+    frame = pd.DataFrame(
+        {
+            "y": [int(r["overall_pass"]) for r in rows],
+            "ai": [int(r["ai"]) for r in rows],
+            "period": [r["period"] for r in rows],
+            "pid": [r["participant"] for r in rows],
+        }
+    )
+    gee = smf.gee(
+        "y ~ ai + C(period)",
+        "pid",
+        frame,
+        family=sm.families.Binomial(),
+        cov_struct=sm.cov_struct.Exchangeable(),
+    ).fit()
+    assert primary["gee"]["odds_ratio"] == pytest.approx(math.exp(gee.params["ai"]), rel=1e-6)
+    low, high = np.exp(gee.conf_int().loc["ai"])
+    assert (primary["gee"]["ci_low"], primary["gee"]["ci_high"]) == (
+        pytest.approx(low, rel=1e-6),
+        pytest.approx(high, rel=1e-6),
+    )
+    assert "Robustness check, GEE logit with participant clusters: odds ratio" in primary["caption"]
+
+
+def test_the_pass_model_needs_ten_participants_and_some_contrast() -> None:
+    few = paired_stats(pass_rows()[:36])["primary"]  # 9 participants
+    assert few["computed"] is False
+    assert few["caption"] == (
+        "Overall pass (primary outcome): not modelled — needs at least 10 participants with "
+        "graded trials in both conditions (have 9)."
+    )
+    confounded = [{**r, "period": 2 if r["ai"] else 1} for r in pass_rows()]
+    assert paired_stats(confounded)["primary"]["reason"] == (
+        "neither model could be fitted (the AI condition coincides with the periods: there is "
+        "no counterbalancing)"
+    )
+    same = [{**r, "overall_pass": 1} for r in pass_rows()]
+    assert "every trial has the same result" in paired_stats(same)["primary"]["reason"]
 
 
 def test_secondary_outcomes_are_holm_adjusted_together_with_captions() -> None:
