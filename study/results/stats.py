@@ -27,16 +27,16 @@ Definitions (also in the captions and the dashboard's notes):
 - **Secondary family**: partial pass, completion
   time (PAR-N, N the arms' time limit), NASA-TLX, confidence; their paired t-test p-values are
   **Holm**-adjusted together.
-- **Mixed-effects model** (``statsmodels`` MixedLM, REML): ``completion_min ~ ai + C(period) +
-  C(task)`` with a random intercept per participant; tasks are fixed effects (nine tasks give an
-  imprecise task variance, and crossed random effects do not scale to large studies). Fitted
-  only with at least ``MIN_MIXED_PARTICIPANTS`` participants who have both conditions.
+- **Completion time** (``study.results.survival``): a Cox model of the time to a pass,
+  censored at the time limit (most trials never pass), AI + period, baseline hazard per task,
+  standard errors clustered by participant. The paired t-test on PAR minutes stays in the
+  secondary family as a descriptive contrast. Models are fitted only with at least
+  ``MIN_MIXED_PARTICIPANTS`` participants who have both conditions.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +48,7 @@ from statsmodels.stats.multitest import multipletests
 
 from evaluation.grading import par_label
 from study.results.glmm import pass_models
+from study.results.survival import time_caption, time_model
 
 Row = dict[str, Any]
 MIN_MIXED_PARTICIPANTS = 10
@@ -173,71 +174,6 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     return adjusted
 
 
-def mixed_model(rows: Sequence[Row]) -> dict[str, Any]:
-    """Completion time (minutes) ~ AI + period + task, random intercept per participant."""
-    import pandas as pd
-    import statsmodels.formula.api as smf
-
-    both = {pid for pid, _, _ in paired_values(rows, "completion_time_s")}
-    data = [
-        {
-            "y": row["completion_time_s"] / 60,
-            "ai": int(bool(row["ai"])),
-            "period": row["period"],
-            "task": row["template"],
-            "pid": row["participant"],
-        }
-        for row in rows
-        if row["participant"] in both and row.get("completion_time_s") is not None
-    ]
-    result: dict[str, Any] = {
-        "formula": "completion_min ~ ai + C(period) + C(task) + (1 | participant)",
-        "n_participants": len(both),
-        "n_trials": len(data),
-        "computed": False,
-    }
-    if len(both) < MIN_MIXED_PARTICIPANTS:
-        result["reason"] = (
-            f"needs at least {MIN_MIXED_PARTICIPANTS} participants with trials in both "
-            f"conditions (have {len(both)})"
-        )
-        return result
-    frame = pd.DataFrame(data)
-    formulas = ["y ~ ai + C(period)"]
-    if frame["task"].nunique() > 1:
-        formulas.insert(0, "y ~ ai + C(period) + C(task)")
-    fit, error = None, ""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for formula in formulas:
-            try:
-                fit = smf.mixedlm(formula, frame, groups=frame["pid"]).fit(reml=True)
-                break
-            except (ValueError, np.linalg.LinAlgError) as exc:
-                error = str(exc)  # e.g. tasks that coincide with periods: drop them, retry
-    if fit is None:
-        result["reason"] = f"could not be fitted ({error})"
-        return result
-    result["task_effects"] = "C(task)" in formula
-    if not result["task_effects"]:
-        result["formula"] = "completion_min ~ ai + C(period) + (1 | participant)"
-    low, high = fit.conf_int().loc["ai"]
-    result.update(
-        computed=True,
-        effect_min=_num(fit.params["ai"]),
-        se_min=_num(fit.bse["ai"]),
-        ci_low_min=_num(low),
-        ci_high_min=_num(high),
-        p=_num(fit.pvalues["ai"]),
-        participant_sd_min=_num(math.sqrt(max(float(fit.cov_re.iloc[0, 0]), 0.0))),
-        residual_sd_min=_num(math.sqrt(fit.scale)),
-        n_tasks=int(frame["task"].nunique()),
-        converged=bool(fit.converged),
-        warnings=sorted({str(w.message).splitlines()[0] for w in caught})[:3],
-    )
-    return result
-
-
 def _participants(n: int) -> str:
     return f"{n} participant" if n == 1 else f"{n} participants"
 
@@ -292,24 +228,6 @@ def primary_caption(r: dict[str, Any]) -> str:
         f"assistant and {r['only_without_ai']} only without it (exact McNemar test, "
         f"{fmt_p(r['p'])}; risk difference {r['risk_difference'] * 100:+.0f} points)."
     )
-
-
-def mixed_caption(r: dict[str, Any]) -> str:
-    if not r.get("computed"):
-        return f"Mixed-effects model skipped: it {r['reason']}."
-    terms = "AI + period + task" if r["task_effects"] else "AI + period"
-    text = (
-        f"Mixed-effects model (completion time in minutes ~ {terms}, random intercept per "
-        f"participant; {r['n_trials']} trials of {_participants(r['n_participants'])} on "
-        f"{r['n_tasks']} tasks): the AI assistant changes completion time by "
-        f"{r['effect_min']:+.1f} min (95 % CI {r['ci_low_min']:.1f} to {r['ci_high_min']:.1f}, "
-        f"{fmt_p(r['p'])})."
-    )
-    if not r["task_effects"] and r["n_tasks"] > 1:
-        text += " Task effects were left out: the tasks coincide with periods or conditions."
-    if not r["converged"]:
-        text += " The fit did not converge; treat the estimate with caution."
-    return text
 
 
 def pass_model(rows: Sequence[Row]) -> dict[str, Any]:
@@ -399,7 +317,7 @@ def pass_model_caption(r: dict[str, Any]) -> str:
 
 def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
     """Primary (the pass model; McNemar on participants as a robustness check), secondary
-    family (paired t + Wilcoxon, Holm) and the mixed model, each with a plain-language
+    family (paired t + Wilcoxon, Holm) and the completion-time model, each with a plain-language
     caption."""
     primary = pass_model(rows)
     primary["caption"] = pass_model_caption(primary)
@@ -419,13 +337,13 @@ def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
         result["p_holm"] = adjusted
     for result, (_, _label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
         result["caption"] = secondary_caption(result["label"], unit, scale, lower, result)
-    mixed = mixed_model(rows)
-    mixed["caption"] = mixed_caption(mixed)
+    time = time_model(rows, min_participants=MIN_MIXED_PARTICIPANTS)
+    time["caption"] = time_caption(time, fmt_p)
     return {
         "contrast": "AI assistant on minus off",
         "n_paired": mcnemar_result["n"],
         "primary": primary,
         "mcnemar": mcnemar_result,
         "secondary": secondary,
-        "mixed": mixed,
+        "time": time,
     }

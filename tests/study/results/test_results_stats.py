@@ -16,12 +16,12 @@ import pytest
 import scipy.stats as sps
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
+from statsmodels.duration.hazard_regression import PHReg
 
 from study.results.dashboard import figures
 from study.results.stats import (
     holm,
     mcnemar_exact,
-    mixed_model,
     paired_stats,
     paired_test,
     paired_values,
@@ -289,50 +289,79 @@ def test_secondary_outcomes_are_holm_adjusted_together_with_captions() -> None:
     assert "not computed" in by_outcome["confidence"]["caption"]
 
 
-def mixed_rows(n: int) -> list[dict[str, Any]]:
-    """AI saves exactly 5 minutes; participants and tasks add known offsets, plus a small
-    deterministic wobble so the residual variance is not zero."""
+def timed_rows(n: int, rng: np.random.Generator, hazard_ratio: float) -> list[dict[str, Any]]:
+    """Exponential times to a pass (AI multiplies the hazard by ``hazard_ratio``), censored
+    at a 60-minute limit; four periods in a counterbalanced order, tasks crossing conditions."""
     rows = []
     for i in range(n):
-        pid = f"p{i:02d}"
-        for period in (1, 2, 3, 4):
-            ai = (period + i) % 2 == 0
-            task = (3 * i + period) % 7  # tasks cross conditions (as a Latin square makes sure)
-            minutes = 40.0 + (i % 5) * 2 + task - (5 if ai else 0)
-            minutes += 0.3 * ((i * 7 + period * 3) % 5 - 2)
+        for period, letter in enumerate(("ABBA", "BAAB", "ABAB", "BABA")[i % 4], start=1):
+            ai = letter == "B"
+            rate = (1 / 80) * (hazard_ratio if ai else 1.0)
+            minutes = float(rng.exponential(1 / rate))
+            passed = minutes < 60
             rows.append(
-                row(pid, ai, period, template=f"task-{task}", completion_time_s=minutes * 60)
+                row(
+                    f"p{i:03d}",
+                    ai,
+                    period,
+                    template=f"task-{(3 * i + period) % 7}",
+                    overall_pass=int(passed),
+                    completion_time_s=min(minutes, 60.0) * 60,
+                    time_limit_min=60,
+                )
             )
     return rows
 
 
-def test_mixed_model_recovers_the_effect_when_there_are_enough_participants() -> None:
-    result = mixed_model(mixed_rows(12))
+def test_the_time_model_is_cox_on_the_censored_time_to_a_pass() -> None:
+    rows = timed_rows(40, np.random.default_rng(2), 2.0)
+    result = paired_stats(rows)["time"]
     assert result["computed"] is True
-    assert result["n_participants"] == 12
-    assert result["n_trials"] == 48
-    assert result["effect_min"] == pytest.approx(-5.0, abs=0.5)
-    assert result["ci_low_min"] < result["effect_min"] < result["ci_high_min"] < 0
-    assert result["p"] < 0.001
+    assert (result["n_participants"], result["n_trials"]) == (40, 160)
+    # The same model fitted directly with statsmodels.
+    frame = pd.DataFrame(rows)
+    frame["time"] = frame["completion_time_s"] / 60
+    exog = pd.concat(
+        [
+            frame[["ai"]].astype(float),
+            pd.get_dummies(frame["period"], prefix="p", drop_first=True).astype(float),
+        ],
+        axis=1,
+    )
+    direct = PHReg(
+        frame["time"].to_numpy(),
+        exog.to_numpy(),
+        status=frame["overall_pass"].to_numpy(),
+        strata=frame["template"].to_numpy(),
+        ties="efron",
+    ).fit(groups=frame["participant"].to_numpy())
+    assert result["hazard_ratio"] == pytest.approx(math.exp(direct.params[0]), rel=1e-9)
+    assert result["ci_low"] == pytest.approx(
+        math.exp(direct.params[0] - 1.959964 * direct.bse[0]), rel=1e-6
+    )
+    assert result["censored_share"] == pytest.approx(1 - frame["overall_pass"].mean())
+    assert result["caption"].startswith(
+        "Completion time, censored at the time limit (160 graded trials of 40 participants on "
+        "7 tasks, "
+    )
+    assert "Hazard ratio of the AI assistant" in result["caption"]
 
 
-def test_mixed_model_drops_task_effects_that_coincide_with_periods() -> None:
-    rows = mixed_rows(12)
-    for r in rows:
-        r["template"] = f"task-{r['period']}"  # every participant got task k in period k
-    result = paired_stats(rows)["mixed"]
-    assert result["computed"] is True
-    assert result["task_effects"] is False
-    assert result["effect_min"] == pytest.approx(-5.0, abs=1.0)
-    assert "Task effects were left out" in result["caption"]
+def test_the_time_model_covers_a_known_hazard_ratio() -> None:
+    rng = np.random.default_rng(9)
+    covered = sum(
+        r["ci_low"] <= 2.0 <= r["ci_high"]
+        for r in (paired_stats(timed_rows(45, rng, 2.0))["time"] for _ in range(30))
+    )
+    assert covered >= 25  # Binomial(30, 0.95) >= 25 with probability 0.998
 
 
-def test_mixed_model_is_skipped_with_too_few_participants_and_says_why() -> None:
-    result = paired_stats(mixed_rows(9))
-    assert result["mixed"]["computed"] is False
-    assert result["mixed"]["caption"] == (
-        "Mixed-effects model skipped: it needs at least 10 participants with trials in both "
-        "conditions (have 9)."
+def test_the_time_model_is_skipped_with_too_few_participants_and_says_why() -> None:
+    result = paired_stats(timed_rows(9, np.random.default_rng(1), 1.0))["time"]
+    assert result["computed"] is False
+    assert result["caption"] == (
+        "Completion time (censored at the time limit): not modelled — needs at least 10 "
+        "participants with graded trials in both conditions (have 9)."
     )
 
 
