@@ -38,10 +38,13 @@ MAX_LOG_ODDS = 8.0  # |b_ai| beyond this means separation: the data cannot bound
 Z = float(sps.norm.ppf(0.975))
 
 
-def design_matrix(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """Intercept, ai, period dummies (first period as reference) and task dummies (first task
-    as reference) when there is more than one task and they are not collinear with the rest."""
+def design_matrix(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> tuple[np.ndarray, list[str]]:
+    """Intercept, ai, the ``extra`` columns, period dummies (first period as reference) and
+    task dummies (first task as reference) when there is more than one task and they are not
+    collinear with the rest."""
     base = pd.DataFrame({"Intercept": 1.0, "ai": frame["ai"].astype(float)}, index=frame.index)
+    for name in extra:
+        base[name] = frame[name].astype(float)
     periods = pd.get_dummies(frame["period"].astype(int), prefix="period", drop_first=True)
     columns = [base, periods.astype(float)]
     tasks = pd.get_dummies(frame["task"].astype(str), prefix="task", drop_first=True)
@@ -100,9 +103,13 @@ class FitError(ValueError):
     """The model cannot be fitted to these data (the message says why)."""
 
 
-def fit_glmm(frame: pd.DataFrame) -> dict[str, Any]:
-    """Fit the GLMM to ``frame`` (columns pid, task, period, ai, y). Raises ``FitError``."""
-    x, names = design_matrix(frame)
+def fit_glmm(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Fit the GLMM to ``frame`` (columns pid, task, period, ai, y, and the ``extra``
+    covariates). Raises ``FitError``. ``coefficients``: name -> (estimate, standard error);
+    ``covariance``: of the coefficients, in ``terms`` order."""
+    x, names = design_matrix(frame, extra)
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        raise FitError("the terms are not identifiable from this design")
     y = frame["y"].to_numpy(dtype=float)
     groups = pd.factorize(frame["pid"])[0]
     start = np.zeros(x.shape[1] + 1)
@@ -127,6 +134,7 @@ def fit_glmm(frame: pd.DataFrame) -> dict[str, Any]:
     if not math.isfinite(variance) or variance <= 0:
         raise FitError("the information matrix is not positive definite")
     se = math.sqrt(variance)
+    beta_cov = covariance[:-1, :-1]
     return {
         "method": "glmm",
         "log_odds": float(theta[ai]),
@@ -135,7 +143,65 @@ def fit_glmm(frame: pd.DataFrame) -> dict[str, Any]:
         "converged": bool(result.success),
         "loglik": float(-result.fun),
         "terms": names,
+        "coefficients": {
+            name: (float(theta[i]), math.sqrt(max(float(beta_cov[i, i]), 0.0)))
+            for i, name in enumerate(names)
+        },
+        "covariance": beta_cov.tolist(),
     }
+
+
+def _interval(b: float, se: float) -> dict[str, float]:
+    return {
+        "odds_ratio": math.exp(b),
+        "ci_low": math.exp(b - Z * se),
+        "ci_high": math.exp(b + Z * se),
+        "p": float(2 * sps.norm.sf(abs(b) / se)) if se > 0 else 1.0,
+    }
+
+
+def order_effects(
+    frame: pd.DataFrame, fit: dict[str, Any], sessions: dict[int, int]
+) -> dict[str, Any]:
+    """Period and session effects of a GLMM fit, as odds ratios against period 1 and session
+    1 (a session's effect is the mean of its periods' log-odds minus session 1's), and the
+    carry-over sensitivity model: the GLMM plus "AI in the previous period"."""
+    names, cov = fit["terms"], np.asarray(fit["covariance"])
+    periods = [
+        {"period": int(name.split("_")[1]), **_interval(*fit["coefficients"][name])}
+        for name in names
+        if name.startswith("period_")
+    ]
+    by_session: dict[int, list[int]] = {}
+    for period, session in sorted(sessions.items()):
+        by_session.setdefault(session, []).append(period)
+    session_rows = []
+    first = min(by_session) if by_session else 1
+    for session, members in sorted(by_session.items()):
+        if session == first:
+            continue
+        c = np.zeros(len(names))
+        for period in members:
+            if f"period_{period}" in names:
+                c[names.index(f"period_{period}")] += 1 / len(members)
+        for period in by_session[first]:
+            if f"period_{period}" in names:
+                c[names.index(f"period_{period}")] -= 1 / len(by_session[first])
+        b, se = (
+            float(c @ np.array([fit["coefficients"][n][0] for n in names])),
+            math.sqrt(max(float(c @ cov @ c), 0.0)),
+        )
+        session_rows.append({"session": session, **_interval(b, se)})
+    ordered = frame.sort_values(["pid", "period"])
+    with_carry = ordered.assign(
+        carryover=ordered.groupby("pid")["ai"].shift(1).fillna(0).astype(float)
+    )
+    try:
+        carry = fit_glmm(with_carry, extra=("carryover",))
+        carryover: dict[str, Any] = _interval(*carry["coefficients"]["carryover"])
+    except FitError as exc:
+        carryover = {"error": str(exc)}
+    return {"periods": periods, "sessions": session_rows, "carryover": carryover}
 
 
 def fit_gee(frame: pd.DataFrame) -> dict[str, Any]:

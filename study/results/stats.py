@@ -47,7 +47,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from evaluation.grading import par_label
-from study.results.glmm import pass_models
+from study.results.glmm import order_effects, pass_models
 from study.results.survival import time_caption, time_model
 
 Row = dict[str, Any]
@@ -267,7 +267,11 @@ def pass_model(rows: Sequence[Row]) -> dict[str, Any]:
         return result
     fits = pass_models(frame)
     primary = fits["primary"]
-    result["glmm"], result["gee"] = fits["glmm"], fits["gee"]
+    if "error" not in fits["glmm"]:
+        sessions = {int(row["period"]): int(row["session"]) for row in rows if row.get("session")}
+        result["order"] = order_effects(frame, fits["glmm"], sessions)
+    result["glmm"] = {k: v for k, v in fits["glmm"].items() if k != "covariance"}
+    result["gee"] = fits["gee"]
     if "error" in primary:
         result["reason"] = f"neither model could be fitted ({fits['glmm']['error']})"
         return result
@@ -315,12 +319,39 @@ def pass_model_caption(r: dict[str, Any]) -> str:
     return text
 
 
+def order_caption(r: dict[str, Any]) -> str:
+    """Period, session and carry-over effects of the primary model (empty when not fitted)."""
+    order = r.get("order")
+    if not order:
+        return ""
+
+    def ci(e: dict[str, Any]) -> str:
+        return f"{e['odds_ratio']:.2f} ({e['ci_low']:.2f} to {e['ci_high']:.2f})"
+
+    parts = [f"period {e['period']} {ci(e)}" for e in order["periods"]]
+    parts += [f"session {e['session']} {ci(e)}, {fmt_p(e['p'])}" for e in order["sessions"]]
+    text = (
+        "Order effects in the primary model (odds ratios against period 1 and session 1, 95 % "
+        "CI): " + ("; ".join(parts) if parts else "none estimable") + "."
+    )
+    carry = order["carryover"]
+    if "error" in carry:
+        text += f" Carry-over could not be tested: {carry['error']}."
+    else:
+        text += (
+            " Carry-over (sensitivity model adding the previous period's condition): odds ratio "
+            f"of AI in the previous period {ci(carry)}, {fmt_p(carry['p'])}."
+        )
+    return text
+
+
 def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
     """Primary (the pass model; McNemar on participants as a robustness check), secondary
     family (paired t + Wilcoxon, Holm) and the completion-time model, each with a plain-language
     caption."""
     primary = pass_model(rows)
     primary["caption"] = pass_model_caption(primary)
+    primary["order_caption"] = order_caption(primary)
     pairs = [(a >= 0.5, b >= 0.5) for _, a, b in paired_values(rows, "overall_pass")]
     mcnemar_result = mcnemar_exact(pairs)
     mcnemar_result["outcome"] = "overall_pass"

@@ -13,7 +13,14 @@ import statsmodels.api as sm
 from scipy import integrate
 from scipy import stats as sps
 
-from study.results.glmm import design_matrix, fit_glmm, marginal_loglik, pass_models, summarise
+from study.results.glmm import (
+    design_matrix,
+    fit_glmm,
+    marginal_loglik,
+    order_effects,
+    pass_models,
+    summarise,
+)
 
 SEQUENCES = ("ABBA", "BAAB", "ABAB", "BABA")
 
@@ -95,3 +102,58 @@ def test_summaries_give_the_odds_ratio_and_its_wald_interval():
     assert s["ci_low"] == pytest.approx(2.0 * math.exp(-1.959964 * 0.5), rel=1e-6)
     assert s["ci_high"] == pytest.approx(2.0 * math.exp(1.959964 * 0.5), rel=1e-6)
     assert s["p"] == pytest.approx(2 * sps.norm.sf(math.log(2.0) / 0.5))
+
+
+def ordered_trials(
+    rng: np.random.Generator, n: int, period_effects: list[float], carry: float
+) -> pd.DataFrame:
+    """Like ``trials`` with a known effect of each period and of AI in the previous period."""
+    rows = []
+    for p in range(n):
+        u = rng.normal(0.0, 0.5)
+        previous = 0
+        for period, letter in enumerate(SEQUENCES[p % 4], start=1):
+            ai = int(letter == "B")
+            eta = -0.5 + 0.8 * ai + period_effects[period - 1] + carry * previous + u
+            y = int(rng.random() < 1 / (1 + math.exp(-eta)))
+            rows.append({"pid": f"p{p}", "task": "t", "period": period, "ai": ai, "y": y})
+            previous = ai
+    return pd.DataFrame(rows)
+
+
+SESSIONS = {1: 1, 2: 1, 3: 2, 4: 2}
+
+
+def test_period_and_session_effects_are_recovered():
+    frame = ordered_trials(np.random.default_rng(21), 1200, [0.0, 0.4, 0.8, 1.2], 0.0)
+    fit = summarise(fit_glmm(frame))
+    order = order_effects(frame, fit, SESSIONS)
+    by_period = {e["period"]: e for e in order["periods"]}
+    for period, truth in ((2, 0.4), (3, 0.8), (4, 1.2)):
+        assert by_period[period]["ci_low"] < math.exp(truth) < by_period[period]["ci_high"]
+    # Session 2 against session 1: (b3 + b4) / 2 - (0 + b2) / 2, truth (0.8 + 1.2 - 0.4) / 2.
+    session = order["sessions"][0]
+    b = {n: fit["coefficients"][n][0] for n in ("period_2", "period_3", "period_4")}
+    expected = (b["period_3"] + b["period_4"] - b["period_2"]) / 2
+    assert session["odds_ratio"] == pytest.approx(math.exp(expected))
+    assert session["ci_low"] < math.exp(0.8) < session["ci_high"]
+
+
+def test_a_carry_over_effect_is_found_by_the_sensitivity_model():
+    # The primary model has no carry-over term: its period effects absorb the average
+    # carry-over, and the sensitivity model estimates it.
+    frame = ordered_trials(np.random.default_rng(23), 1200, [0.0, 0.4, 0.8, 1.2], 0.7)
+    carry = order_effects(frame, summarise(fit_glmm(frame)), SESSIONS)["carryover"]
+    assert carry["ci_low"] < math.exp(0.7) < carry["ci_high"]
+    assert carry["p"] < 0.01
+
+
+def test_no_carry_over_is_rarely_flagged():
+    rng = np.random.default_rng(22)
+    flagged = 0
+    for _ in range(30):
+        frame = ordered_trials(rng, 60, [0.0, 0.2, 0.4, 0.6], 0.0)
+        flagged += (
+            order_effects(frame, summarise(fit_glmm(frame)), SESSIONS)["carryover"]["p"] < 0.05
+        )
+    assert flagged <= 4  # Binomial(30, 0.05) <= 4 with probability 0.98

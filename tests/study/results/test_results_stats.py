@@ -245,6 +245,11 @@ def test_the_primary_outcome_is_the_trial_level_pass_model() -> None:
         pytest.approx(high, rel=1e-6),
     )
     assert "Robustness check, GEE logit with participant clusters: odds ratio" in primary["caption"]
+    order = primary["order_caption"]
+    assert order.startswith("Order effects in the primary model (odds ratios against period 1")
+    for term in ("period 2 ", "period 4 ", "session 2 "):
+        assert term in order
+    assert "Carry-over" in order
 
 
 def test_the_pass_model_needs_ten_participants_and_some_contrast() -> None:
