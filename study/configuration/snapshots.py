@@ -15,6 +15,7 @@ from django.db import transaction
 
 from evaluation.llm.client import endpoint_config
 from study.models import Arm, ConfigSnapshot, Study
+from study.results.plan import analysis_plan
 
 # The arm's own fields a snapshot freezes; ``arm_fields`` adds its model endpoint.
 ARM_FIELDS = (
@@ -74,6 +75,7 @@ def study_config(study: Study) -> dict[str, Any]:
         "arms": {
             arm.condition: arm_fields(arm) for arm in study.arms.select_related("ai_endpoint")
         },
+        "analysis_plan": analysis_plan(study),
         "pool": sorted(
             [
                 e.track.code,

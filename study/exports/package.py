@@ -3,7 +3,7 @@
 Layout (``DIR`` must be empty or new)::
 
     README.md  manifest.json  deid_report.json  codebook.csv  datapackage.json
-    dataset_description.json  analysis/primary_model.py
+    dataset_description.json  analysis_plan.json  analysis/primary_model.py
     data/study-<slug>_description-<table>_data.csv      # Psych-DS file names, long format
 
 Rows are written as the generators yield them, in chunks, with sha256 and row counts computed
@@ -46,6 +46,9 @@ from study.exports.registry import (
 from study.exports.scan import PATTERNS, Scanner, SpanCheck
 from study.exports.selection import select
 from study.models import Study
+from study.results.dashboard import trial_table
+from study.results.plan import analysis_plan, deviations
+from study.results.stats import paired_stats
 
 CHUNK_ROWS = 2000
 Progress = Callable[[float, str], None]
@@ -350,6 +353,9 @@ def build_package(
     builder.files.append(
         write_text(out_dir, "analysis/primary_model.py", readme.analysis_script(), scanner)
     )
+    builder.files.append(
+        write_text(out_dir, "analysis_plan.json", _json(plan_record(study)), scanner)
+    )
     text = readme.readme(study, profile, manifest, deid, builder.files, builder.written)
     builder.files.append(write_text(out_dir, "README.md", text, scanner))
     datapackage = readme.datapackage(study, profile, builder.written, builder.files)
@@ -358,6 +364,23 @@ def build_package(
     write_text(out_dir, "manifest.json", _json(manifest), scanner)
     report_progress(1.0, "done")
     return PackageResult(out_dir, manifest, deid, builder.files)
+
+
+def plan_record(study: Study) -> dict[str, Any]:
+    """``analysis_plan.json``: the plan now, the plan of every configuration snapshot, and the
+    deviations of the dashboard's analysis at export time."""
+    rows = trial_table(study)
+    by_snapshot = {
+        str(version): content.get("analysis_plan")
+        for version, content in study.snapshots.order_by("version").values_list(
+            "version", "content"
+        )
+    }
+    return {
+        "plan": analysis_plan(study),
+        "plans_by_snapshot_version": by_snapshot,
+        "deviations": deviations(paired_stats(rows), (r["analysis_plan"] for r in rows)),
+    }
 
 
 def _json(data: Any) -> str:

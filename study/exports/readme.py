@@ -102,6 +102,7 @@ def datapackage(
         ("README.md", "text/markdown"),
         ("deid_report.json", "application/json"),
         ("dataset_description.json", "application/json"),
+        ("analysis_plan.json", "application/json"),
         ("analysis/primary_model.py", "text/x-python"),
         ("manifest.json", "application/json"),
     ):
@@ -177,6 +178,8 @@ def readme(
         "| `dataset_description.json` | | Psych-DS / schema.org description |",
         "| `deid_report.json` | | what was generalised, suppressed and dropped, and why |",
         "| `manifest.json` | | sha256, size and row count of every file; export options |",
+        "| `analysis_plan.json` | | the analysis plan now and in every configuration snapshot "
+        "participants joined under, and where the analysis at export time departed from it |",
         "| `analysis/primary_model.py` | | the pre-registered primary model (the platform's own "
         "code) on this package: `python analysis/primary_model.py` (needs numpy, scipy, pandas "
         "and statsmodels) |",

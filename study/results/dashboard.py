@@ -34,6 +34,7 @@ from study.metrics import trial_metrics
 from study.models import Answer, ConfigSnapshot, Item, Participant, Study, Trial
 from study.questionnaires.forms import LIKERT_POINTS
 from study.results.figures import all_figures
+from study.results.plan import analysis_plan, deviations, plan_digest
 from study.results.reports import par_completion_s
 from study.results.stats import paired_stats
 from study.results.table2 import Row, table2
@@ -64,6 +65,7 @@ COLUMNS = (
     "ai_requests",
     "confidence",
     "nasa_tlx",
+    "analysis_plan",  # digest of the analysis plan in the participant's configuration snapshot
 )
 SCALES = ("confidence", "nasa_tlx")
 ENDED = (Trial.Status.SUBMITTED, Trial.Status.EXPIRED)
@@ -145,7 +147,10 @@ def trial_table(study: Study) -> list[Row]:
             },
         )
         limit = int(arm["time_limit_min"])
-        rows.append(_row(t, arm["name"], arm["ai_mode"], limit, metrics, scales))
+        row = _row(t, arm["name"], arm["ai_mode"], limit, metrics, scales)
+        plan = (snapshots.get(t["participant__snapshot_id"]) or {}).get("analysis_plan")
+        row["analysis_plan"] = plan_digest(plan) if plan else None
+        rows.append(row)
     return rows
 
 
@@ -265,8 +270,10 @@ def dashboard(study: Study) -> dict[str, Any]:
 
     def compute() -> dict[str, Any]:
         figs = figures(rows, ai_roles=roles)
+        stats = paired_stats(rows)
         return {
-            "stats": paired_stats(rows),
+            "stats": stats,
+            "deviations": deviations(stats, (r["analysis_plan"] for r in rows)),
             "figures": {name: json.loads(fig.to_json()) for name, fig in figs.items()},
         }
 
@@ -275,4 +282,10 @@ def dashboard(study: Study) -> dict[str, Any]:
     if heavy is None:
         heavy = compute()
         cache.set(key, heavy, CACHE_SECONDS)
-    return {"rows": rows, "table2": table2(rows), "ai_roles": roles, **heavy}
+    return {
+        "rows": rows,
+        "table2": table2(rows),
+        "ai_roles": roles,
+        "plan": analysis_plan(study),
+        **heavy,
+    }

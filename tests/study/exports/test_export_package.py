@@ -381,3 +381,15 @@ def test_the_primary_model_script_runs_from_the_package_alone(built: Built) -> N
     assert done.returncode == 0, done.stderr
     # One graded trial in the demo package: the model says why it cannot be fitted.
     assert "primary: not fitted: " in done.stdout
+
+
+def test_the_package_carries_the_analysis_plan_and_its_deviations(built: Built) -> None:
+    record = json.loads((built.public.out_dir / "analysis_plan.json").read_text())
+    assert record["plan"]["primary"]["model"].startswith("logistic mixed model")
+    assert record["plans_by_snapshot_version"]
+    assert all(
+        p is None or p["version"] == "1.0" for p in record["plans_by_snapshot_version"].values()
+    )
+    assert any(d.startswith("The primary model was not fitted") for d in record["deviations"])
+    files = {f["path"] for f in built.public.manifest["files"]}
+    assert "analysis_plan.json" in files

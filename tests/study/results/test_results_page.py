@@ -12,9 +12,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from study.configuration.snapshots import current_snapshot
 from study.models import Answer, Item, Participant, QuestionnaireVersion, Response, Study, Trial
 from study.questionnaires.instruments import attach_default_instruments
-from study.results.dashboard import COLUMNS, trial_table
+from study.results.dashboard import COLUMNS, dashboard, trial_table
+from study.results.plan import plan_digest
 from tests.factories import UserFactory
 from tests.study.factories_study import make_participant, make_study
 from tests.study.results.report_helpers import add_trial, fake_report, researcher_client
@@ -172,12 +174,12 @@ def test_dashboard_queries_are_bounded(study: Study, django_assert_num_queries: 
         add_complete_participant(study, i)
     # session, user, the staff two-factor check (study/researchers/mfa.py), study, trials,
     # snapshots, AI metrics (one provider), post-trial scale answers; the page adds the
-    # post-study AI roles.
-    with django_assert_num_queries(9):
+    # post-study AI roles and the arms (for the analysis plan).
+    with django_assert_num_queries(10):
         response = client.get(page)
     with django_assert_num_queries(8):
         client.get(csv_url)
-    assert small == (9, 8)
+    assert small == (10, 8)
 
     html = response.content.decode()
     assert "Table 2" in html
@@ -211,3 +213,37 @@ def test_results_are_for_researchers_of_the_study_only(study: Study) -> None:
         assert participant.get(url).status_code == 403
         assert researcher_client(make_study()).get(url).status_code == 404
         assert researcher_client(study).get(url).status_code == 200
+
+
+def test_the_dashboard_shows_the_analysis_plan_and_the_deviations(study: Study) -> None:
+    add_complete_participant(study, 1)
+    html = researcher_client(study).get(f"/study/results/{study.slug}/dashboard/").content.decode()
+    assert "Analysis plan and deviations" in html
+    assert "The primary model was not fitted: needs at least 10 participants" in html
+    assert "The completion-time model was not fitted" in html
+    assert "logistic mixed model: pass ~ ai + period + task + (1 | participant)" in html
+    assert "sequences ABBA, BAAB, ABAB, BABA" in html
+
+
+def test_participants_under_two_plans_are_a_deviation(study: Study) -> None:
+    for i in range(12):
+        add_complete_participant(study, i)
+    first = current_snapshot(study)
+    study.sequence_set = Study.SequenceSet.MIRRORED
+    study.save(update_fields=["sequence_set"])
+    second = current_snapshot(study)
+    assert first.content["analysis_plan"]["design"]["sequences"] == ["ABBA", "BAAB", "ABAB", "BABA"]
+    assert second.content["analysis_plan"]["design"]["sequences"] == ["ABBA", "BAAB"]
+    participants = list(study.participants.order_by("pk"))
+    Participant.objects.filter(pk__in=[p.pk for p in participants[:6]]).update(snapshot=first)
+    Participant.objects.filter(pk__in=[p.pk for p in participants[6:]]).update(snapshot=second)
+    data = dashboard(study)
+    assert {r["analysis_plan"] for r in data["rows"]} == {
+        plan_digest(first.content["analysis_plan"]),
+        plan_digest(second.content["analysis_plan"]),
+    }
+    assert (
+        "Participants joined under 2 different versions of the analysis plan (the "
+        "configuration changed during recruitment)." in data["deviations"]
+    )
+    assert data["stats"]["primary"]["computed"] is True
