@@ -28,6 +28,7 @@ from study.models import (
     ConfigSnapshot,
     ConsentEvent,
     ConsentForm,
+    DesignPreview,
     ExportJob,
     LoginLink,
     Participant,
@@ -146,6 +147,15 @@ def get_export_job_for_researcher(user: User | AnonymousUser, job_id: int) -> Ex
         )
     except ExportJob.DoesNotExist:
         raise Http404("no such export") from None
+
+
+def get_design_preview_for_researcher(user: User | AnonymousUser, preview_id: int) -> DesignPreview:
+    try:
+        return DesignPreview.objects.select_related("study").get(
+            pk=preview_id, study__in=studies_for_researcher(user)
+        )
+    except DesignPreview.DoesNotExist:
+        raise Http404("no such design preview") from None
 
 
 def sees_every_study(user: User | AnonymousUser) -> bool:

@@ -53,7 +53,16 @@ from study.assignment.design import (
 )
 from study.assignment.minimiser import Choice, Counts, choose_plan, imbalance
 from study.audit import log as audit
-from study.models import Assignment, AssignmentLock, Participant, Study, TaskPoolEntry, Track, Trial
+from study.models import (
+    Assignment,
+    AssignmentLock,
+    DesignPreview,
+    Participant,
+    Study,
+    TaskPoolEntry,
+    Track,
+    Trial,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -485,3 +494,68 @@ def override_track(participant: Participant, track: Track, *, by: audit.Actor) -
         details={"study": participant.study.slug, "track": track.code, "before": track_before},
     )
     return True
+
+
+# --- Design preview ----------------------------------------------------------------------
+PREVIEW_SEED = 1  # the default: the same design previews the same way until it changes
+
+
+@transaction.atomic
+def start_design_preview(study: Study, *, user: Any, seed: int | None = None) -> DesignPreview:
+    """Queue a simulated allocation of ``study``'s design, for its target and expected
+    dropout; the worker runs it once the row is committed."""
+    from study.assignment.tasks import run_design_preview  # cycle: the task wraps run_preview
+
+    preview = DesignPreview.objects.create(
+        study=study,
+        seed=PREVIEW_SEED if seed is None else seed,
+        dropout=study.expected_dropout,
+        created_by=user.get_username(),
+    )
+    transaction.on_commit(lambda: run_design_preview.delay(preview.pk))
+    return preview
+
+
+def run_preview(preview_id: int) -> DesignPreview:
+    """Run a queued preview (idempotent: one already claimed or finished is returned as it
+    is). Progress is the share of the target that has completed in the simulation."""
+    from study.assignment.simulation import expected_imbalance, simulate, study_design
+
+    claimed = DesignPreview.objects.filter(
+        pk=preview_id, status=DesignPreview.Status.QUEUED
+    ).update(status=DesignPreview.Status.RUNNING, started_at=timezone.now(), progress=0)
+    preview = DesignPreview.objects.select_related("study").get(pk=preview_id)
+    if not claimed:
+        return preview
+    last = [0]
+
+    def progress(done: int, total: int) -> None:
+        percent = min(99, int(100 * done / max(total, 1)))
+        if percent >= last[0] + 5:  # a write every 5 %, not per participant
+            last[0] = percent
+            DesignPreview.objects.filter(pk=preview_id).update(progress=percent)
+
+    try:
+        design = study_design(preview.study)
+        summary = simulate(
+            design,
+            dropout=preview.dropout,
+            seed=preview.seed,
+            on_progress=progress,
+            allocations=True,
+        )
+    except AssignmentError as exc:
+        preview.status, preview.error = DesignPreview.Status.FAILED, str(exc)
+    else:
+        summary["warnings"] = expected_imbalance(summary)
+        summary["plans_per_track"] = {
+            spec.code: len(
+                track_design(preview.study, preview.study.tracks.get(code=spec.code)).candidates
+            )
+            for spec in design.tracks
+            if spec.pool
+        }
+        preview.status, preview.result, preview.progress = DesignPreview.Status.DONE, summary, 100
+    preview.finished_at = timezone.now()
+    preview.save(update_fields=["status", "error", "result", "progress", "finished_at"])
+    return preview

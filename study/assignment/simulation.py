@@ -22,7 +22,7 @@ import math
 import random
 import secrets
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -133,14 +133,25 @@ def _quiet() -> Iterator[None]:
             log.setLevel(level)
 
 
-def simulate(design: DesignSpec, *, dropout: float, seed: int) -> dict[str, Any]:
+Progress = Callable[[int, int], None]  # (completed participants, target)
+
+
+def simulate(
+    design: DesignSpec,
+    *,
+    dropout: float,
+    seed: int,
+    on_progress: Progress | None = None,
+    allocations: bool = False,
+) -> dict[str, Any]:
     """Run the simulation and return its summary; every row it wrote is rolled back. Raises
-    ``AssignmentError`` when the design cannot assign (e.g. a pool that is too small)."""
+    ``AssignmentError`` when the design cannot assign (e.g. a pool that is too small).
+    ``allocations`` adds the allocation table: one row per assignment, in order."""
     result: dict[str, Any] = {}
     with _quiet():
         try:
             with transaction.atomic():
-                result = _run(design, dropout, seed)
+                result = _run(design, dropout, seed, on_progress, allocations)
                 raise _Rollback
         except _Rollback:
             pass
@@ -171,7 +182,13 @@ def _make_study(design: DesignSpec) -> Study:
     return study
 
 
-def _run(design: DesignSpec, dropout: float, seed: int) -> dict[str, Any]:
+def _run(
+    design: DesignSpec,
+    dropout: float,
+    seed: int,
+    on_progress: Progress | None,
+    allocations: bool,
+) -> dict[str, Any]:
     study = _make_study(design)
     tracks = {t.code: t for t in study.tracks.all()}
     targets = track_targets(study)
@@ -181,6 +198,7 @@ def _run(design: DesignSpec, dropout: float, seed: int) -> dict[str, Any]:
     in_flight: list[tuple[Participant, str]] = []
     completed: list[Participant] = []
     filled: Counter[str] = Counter()  # completed + in flight, per track
+    fates: dict[int, str] = {}
     dropouts = enrolled = 0
     while len(completed) < design.target:
         while len(completed) + len(in_flight) < design.target and len(in_flight) < IN_FLIGHT:
@@ -199,12 +217,15 @@ def _run(design: DesignSpec, dropout: float, seed: int) -> dict[str, Any]:
             enrolled += 1
             filled[code] += 1
             fate = "complete" if rng.random() >= dropout else rng.choice(("session1", "session2"))
+            fates[participant.pk] = fate
             in_flight.append((participant, fate))
         participant, fate = in_flight.pop(rng.randrange(len(in_flight)))
         if fate == "complete":
             for stage in (Stage.IN_SESSION, Stage.POST_STUDY, Stage.COMPLETE):
                 transition(participant, stage, "simulated", now=now)
             completed.append(participant)
+            if on_progress is not None:
+                on_progress(len(completed), design.target)
             continue
         dropouts += 1
         assert participant.track is not None
@@ -217,7 +238,35 @@ def _run(design: DesignSpec, dropout: float, seed: int) -> dict[str, Any]:
         else:
             transition(participant, Stage.WITHDRAWN, "simulated", now=now)
         release_plan(participant)
-    return _summary(study, design, completed, targets, dropouts, enrolled, seed, dropout)
+    summary = _summary(study, design, completed, targets, dropouts, enrolled, seed, dropout)
+    if allocations:
+        summary["allocations"] = _allocations(study, fates)
+    return summary
+
+
+FATES = {
+    "complete": "completed",
+    "session1": "withdrew in session 1 (plan released)",
+    "session2": "missed session 2",
+}
+
+
+def _allocations(study: Study, fates: dict[int, str]) -> list[dict[str, Any]]:
+    """One row per simulated assignment, in the order they were made."""
+    rows = list(Assignment.objects.filter(study=study).select_related("track").order_by("pk"))
+    order = {a.pk: n for n, a in enumerate(rows, start=1)}
+    return [
+        {
+            "order": order[a.pk],
+            "track": a.track.code,
+            "sequence": a.sequence,
+            "tasks": list(a.tasks),
+            "outcome": FATES[fates[a.participant_id]],
+            "replaces": order.get(a.replaces_id) if a.replaces_id else None,
+            "exact_fill": bool(a.counts_before.get("exact_fill")),
+        }
+        for a in rows
+    ]
 
 
 def _next_track(codes: list[str], targets: dict[str, Target], filled: Counter[str]) -> str:

@@ -162,9 +162,10 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
             {
                 "fields": ("sequence_set", "balance_priority", "expected_dropout"),
                 "description": "How plans are balanced. Each track aims at its own target (set "
-                "on the track, or an equal share of the study's target). Opening recruitment "
-                "simulates the allocation with the expected dropout and warns about the "
-                "imbalance it expects.",
+                "on the track, or an equal share of the study's target). The design preview "
+                "(studies list, tools) simulates the allocation with the expected dropout and "
+                "gives the allocation table; opening recruitment runs the same simulation and "
+                "warns about the imbalance it expects.",
             },
         ),
         (
@@ -206,6 +207,7 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def tools(self, obj: Study) -> str:
         links = [
             (reverse("admin:study_study_balance", args=[obj.pk]), "balance"),
+            (reverse("study:design_preview", args=[obj.slug]), "design preview"),
             (reverse("admin:study_study_create_participants", args=[obj.pk]), "create accounts"),
         ]
         return format_html_join(" · ", '<a href="{}">{}</a>', links)

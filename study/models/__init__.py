@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from study.models.accounts import User
-from study.models.assignment import Assignment, AssignmentLock
+from study.models.assignment import Assignment, AssignmentLock, DesignPreview
 from study.models.audit import AuditEvent
 from study.models.config import Arm, ConfigSnapshot, Study, TaskPoolEntry, Track
 from study.models.consent import ConsentEvent, ConsentForm
@@ -29,6 +29,7 @@ __all__ = [
     "ConfigSnapshot",
     "ConsentEvent",
     "ConsentForm",
+    "DesignPreview",
     "ExportJob",
     "Item",
     "LoginLink",

@@ -53,3 +53,41 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant}: {self.sequence} {self.tasks}"
+
+
+class DesignPreview(models.Model):
+    """A simulated allocation of a study's design before recruitment (the worker runs it)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Ready"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(
+        "study.Study", on_delete=models.CASCADE, related_name="design_previews"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
+    seed = models.PositiveIntegerField(help_text="Seed of the simulation (same seed, same run).")
+    dropout = models.FloatField(help_text="The study's expected dropout when it was started.")
+    created_by = models.CharField(max_length=150, help_text="Username of the researcher.")
+    result = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The simulation's summary (per track), its warnings and the allocation table.",
+    )
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} design preview #{self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
