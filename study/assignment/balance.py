@@ -20,8 +20,10 @@ from study.access import studies_for_researcher
 from study.assignment.design import condition_sequences
 from study.assignment.services import (
     GRACE_HOURS,
+    AssignmentError,
     activity_window,
     counted_assignments,
+    track_design,
     track_targets,
 )
 from study.models import Assignment, Participant, Study
@@ -162,3 +164,29 @@ def balance_view(request: HttpRequest, study_id: int) -> TemplateResponse:
     study = get_object_or_404(studies_for_researcher(request.user), pk=study_id)
     context = {**admin.site.each_context(request), **balance_context(study)}
     return TemplateResponse(request, "study/admin/balance.html", context)
+
+
+def design_summary(study: Study) -> list[dict[str, Any]]:
+    """Per track: the active pool, the target and the number of admissible plans (or why
+    there are none)."""
+    targets = track_targets(study)
+    tracks = []
+    for track in study.tracks.order_by("code"):
+        pool = list(
+            study.pool.filter(track=track, active=True)
+            .order_by("template_slug")
+            .values_list("template_slug", "difficulty", "cross_track")
+        )
+        entry: dict[str, Any] = {
+            "code": track.code,
+            "pool": pool,
+            "target": targets[track.code].describe()
+            if track.code in targets
+            else "no active tasks",
+        }
+        try:
+            entry["plans"] = len(track_design(study, track).candidates)
+        except AssignmentError as exc:
+            entry["problem"] = str(exc)
+        tracks.append(entry)
+    return tracks

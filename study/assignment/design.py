@@ -10,9 +10,10 @@ plan is drawn among the best-scoring candidates, otherwise among all admissible 
 
 *Difficulty.* A study either matches difficulty first (only plans whose conditions have equal
 summed difficulty are candidates, when the pool has any; task uses may then be uneven) or
-balances uses first: the matched plans are the candidates only when they alone can balance every
-task x condition cell (``can_balance``, a linear-programming check), otherwise every plan is a
-candidate and, among the best-scoring ones, only those with the smallest difficulty gap stay tied.
+balances uses first: the candidates are the plans within the smallest difficulty gap that can
+still balance every task x condition cell (``can_balance``, a linear-programming check; gap 0,
+the matched plans alone, whenever matching is free), and among the best-scoring candidates only
+those with the smallest gap stay tied.
 
 *Exact fill* (in ``minimiser.py``). When the caller knows how many participants the track should end
 with (``target``) and each task x condition cell then has a whole share, only candidates that keep

@@ -28,11 +28,13 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal
 
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -183,12 +185,17 @@ def _candidates(
     plans = tuple(enumerate_plans(list(pool), sequences, periods, constraints))
     if priority != "uses":
         return plans, None
-    # Uses first: matching difficulty is free when the matched plans alone can balance.
+    # Uses first: the candidates are the plans within the smallest difficulty gap that can
+    # still balance every cell (gap 0: matched plans only, when matching is free); among the
+    # best-scoring ones the smaller gap wins.
     levels = {t.slug: t.level for t in pool}
     gaps = tuple(difficulty_gap(p, levels) for p in plans)
-    matched = tuple(p for p, gap in zip(plans, gaps, strict=True) if gap == 0)
-    if matched and can_balance(matched) and len({t for p in matched for t in p.tasks}) == len(pool):
-        return matched, None
+    for limit in sorted(set(gaps)):
+        kept = [i for i, gap in enumerate(gaps) if gap <= limit]
+        subset = tuple(plans[i] for i in kept)
+        covers = len({t for p in subset for t in p.tasks}) == len(pool)
+        if covers and (limit == max(gaps) or can_balance(subset)):
+            return subset, (None if limit == 0 else tuple(gaps[i] for i in kept))
     return plans, gaps
 
 
@@ -498,6 +505,7 @@ def override_track(participant: Participant, track: Track, *, by: audit.Actor) -
 
 # --- Design preview ----------------------------------------------------------------------
 PREVIEW_SEED = 1  # the default: the same design previews the same way until it changes
+PREVIEW_PROGRESS_SECONDS = 3600
 
 
 @transaction.atomic
@@ -516,9 +524,22 @@ def start_design_preview(study: Study, *, user: Any, seed: int | None = None) ->
     return preview
 
 
-def run_preview(preview_id: int) -> DesignPreview:
+def progress_key(preview_id: int) -> str:
+    return f"design-preview-progress:{preview_id}"
+
+
+def live_progress(preview: DesignPreview) -> int:
+    """A running preview's progress. The simulation's writes are always rolled back, so it
+    reports progress through the cache (shared by the web and worker processes), not its row."""
+    if preview.status == DesignPreview.Status.RUNNING:
+        return int(cache.get(progress_key(preview.pk), preview.progress))
+    return preview.progress
+
+
+def run_preview(preview_id: int, on_progress: Callable[[int], None] | None = None) -> DesignPreview:
     """Run a queued preview (idempotent: one already claimed or finished is returned as it
-    is). Progress is the share of the target that has completed in the simulation."""
+    is). Progress, the share of the target completed in the simulation, goes to the cache
+    (``live_progress``) and to ``on_progress``. Any failure marks the preview failed."""
     from study.assignment.simulation import expected_imbalance, simulate, study_design
 
     claimed = DesignPreview.objects.filter(
@@ -527,13 +548,13 @@ def run_preview(preview_id: int) -> DesignPreview:
     preview = DesignPreview.objects.select_related("study").get(pk=preview_id)
     if not claimed:
         return preview
-    last = [0]
+    key = progress_key(preview_id)
 
     def progress(done: int, total: int) -> None:
         percent = min(99, int(100 * done / max(total, 1)))
-        if percent >= last[0] + 5:  # a write every 5 %, not per participant
-            last[0] = percent
-            DesignPreview.objects.filter(pk=preview_id).update(progress=percent)
+        cache.set(key, percent, PREVIEW_PROGRESS_SECONDS)
+        if on_progress is not None:
+            on_progress(percent)
 
     try:
         design = study_design(preview.study)
@@ -544,18 +565,19 @@ def run_preview(preview_id: int) -> DesignPreview:
             on_progress=progress,
             allocations=True,
         )
-    except AssignmentError as exc:
-        preview.status, preview.error = DesignPreview.Status.FAILED, str(exc)
-    else:
         summary["warnings"] = expected_imbalance(summary)
         summary["plans_per_track"] = {
-            spec.code: len(
-                track_design(preview.study, preview.study.tracks.get(code=spec.code)).candidates
-            )
-            for spec in design.tracks
-            if spec.pool
+            track.code: len(track_design(preview.study, track).candidates)
+            for track in preview.study.tracks.order_by("code")
+            if track.code in summary["by_track"]
         }
+    except Exception as exc:  # a preview must end, whatever went wrong
+        logger.exception("design preview %s failed", preview_id)
+        message = str(exc) if isinstance(exc, AssignmentError) else f"{type(exc).__name__}: {exc}"
+        preview.status, preview.error = DesignPreview.Status.FAILED, message[:1000]
+    else:
         preview.status, preview.result, preview.progress = DesignPreview.Status.DONE, summary, 100
     preview.finished_at = timezone.now()
     preview.save(update_fields=["status", "error", "result", "progress", "finished_at"])
+    cache.delete(key)
     return preview

@@ -34,12 +34,14 @@ from study.assignment.design import ALGORITHM_VERSION, Plan, TaskInfo, difficult
 from study.assignment.minimiser import cell_shares
 from study.assignment.services import (
     P_BEST,
+    AssignmentError,
     Target,
     assign_plan,
     release_plan,
     track_design,
     track_targets,
 )
+from study.audit import log as audit
 from study.journey.services import transition
 from study.models import Arm, Assignment, Participant, Study, TaskPoolEntry, Track, User
 
@@ -148,7 +150,7 @@ def simulate(
     ``AssignmentError`` when the design cannot assign (e.g. a pool that is too small).
     ``allocations`` adds the allocation table: one row per assignment, in order."""
     result: dict[str, Any] = {}
-    with _quiet():
+    with _quiet(), audit.rolled_back():
         try:
             with transaction.atomic():
                 result = _run(design, dropout, seed, on_progress, allocations)
@@ -193,6 +195,8 @@ def _run(
     tracks = {t.code: t for t in study.tracks.all()}
     targets = track_targets(study)
     recruiting = [code for code in tracks if code in targets]  # tracks with active tasks
+    if not recruiting:
+        raise AssignmentError("No track has active tasks: add templates to a track's pool.")
     rng = random.Random(seed)
     now = timezone.now()
     in_flight: list[tuple[Participant, str]] = []
@@ -299,7 +303,17 @@ def _summary(
         for spec in design.tracks
         if spec.pool
     }
-    task_condition = {s: v for b in blocks.values() for s, v in b["task_condition_counts"].items()}
+    task_condition: dict[str, dict[str, int]] = {}
+    positions: dict[str, dict[str, int]] = {}
+    for b in blocks.values():  # a cross-track template may be in several pools: add them up
+        for slug, counts in b["task_condition_counts"].items():
+            into = task_condition.setdefault(slug, dict.fromkeys(counts, 0))
+            for key, n in counts.items():
+                into[key] = into.get(key, 0) + n
+        for slug, counts in b["position_counts"].items():
+            into = positions.setdefault(slug, dict.fromkeys(counts, 0))
+            for key, n in counts.items():
+                into[key] = into.get(key, 0) + n
     sequences: Counter[str] = Counter()
     for b in blocks.values():
         sequences.update(b["sequence_counts"])
@@ -322,9 +336,9 @@ def _summary(
         "equal_split": all(s == 0 for s in spreads),
         "max_task_condition_spread": max(spreads, default=0),
         "task_condition_counts": task_condition,
-        "task_counts": {s: v for b in blocks.values() for s, v in b["task_counts"].items()},
+        "task_counts": {slug: sum(v.values()) for slug, v in task_condition.items()},
         "sequence_counts": dict(sorted(sequences.items())),
-        "position_counts": {s: v for b in blocks.values() for s, v in b["position_counts"].items()},
+        "position_counts": positions,
         "difficulty": {s: d for spec in design.tracks for s, d in spec.pool},
         "pool_by_track": {code: list(b["task_counts"]) for code, b in blocks.items()},
         "by_track": blocks,

@@ -23,41 +23,11 @@ from study.access import (
     get_study_for_researcher,
     researcher_only,
 )
-from study.assignment.services import (
-    AssignmentError,
-    start_design_preview,
-    track_design,
-    track_targets,
-)
-from study.models import DesignPreview, Study
+from study.assignment.balance import design_summary
+from study.assignment.services import live_progress, start_design_preview
+from study.models import DesignPreview
 
 CSV_COLUMNS = ("order", "track", "sequence", "tasks", "outcome", "replaces", "exact_fill")
-
-
-def design_summary(study: Study) -> list[dict[str, Any]]:
-    """Per track: the active pool, the target and the number of admissible plans (or why
-    there are none)."""
-    targets = track_targets(study)
-    tracks = []
-    for track in study.tracks.order_by("code"):
-        pool = list(
-            study.pool.filter(track=track, active=True)
-            .order_by("template_slug")
-            .values_list("template_slug", "difficulty", "cross_track")
-        )
-        entry: dict[str, Any] = {
-            "code": track.code,
-            "pool": pool,
-            "target": targets[track.code].describe()
-            if track.code in targets
-            else "no active tasks",
-        }
-        try:
-            entry["plans"] = len(track_design(study, track).candidates)
-        except AssignmentError as exc:
-            entry["problem"] = str(exc)
-        tracks.append(entry)
-    return tracks
 
 
 def _status(preview: DesignPreview) -> dict[str, Any]:
@@ -65,7 +35,7 @@ def _status(preview: DesignPreview) -> dict[str, Any]:
         "id": preview.pk,
         "study": preview.study.slug,
         "status": preview.status,
-        "progress": preview.progress,
+        "progress": live_progress(preview),
         "error": preview.error,
         "finished": preview.finished,
         "warnings": preview.result.get("warnings", []),
@@ -85,7 +55,12 @@ def preview_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "study/assignment/preview.html",
-        {"study": study, "tracks": design_summary(study), "preview": preview},
+        {
+            "study": study,
+            "tracks": design_summary(study),
+            "preview": preview,
+            "progress": live_progress(preview) if preview else 0,
+        },
     )
 
 
@@ -94,7 +69,7 @@ def preview_page(request: HttpRequest, slug: str) -> HttpResponse:
 def preview_start(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_researcher(request.user, slug)
     raw = request.POST.get("seed", "").strip()
-    if raw and not (raw.isdigit() and int(raw) < 2**31):
+    if raw and not (raw.isascii() and raw.isdigit() and int(raw) < 2**31):
         messages.error(request, "The seed must be a whole number from 0 to 2147483647.")
         return redirect("study:design_preview", slug=study.slug)
     preview = start_design_preview(study, user=request.user, seed=int(raw) if raw else None)
@@ -111,7 +86,11 @@ def preview_start(request: HttpRequest, slug: str) -> HttpResponse:
 def preview_status(request: HttpRequest, preview_id: int) -> HttpResponse:
     preview = get_design_preview_for_researcher(request.user, preview_id)
     if request.headers.get("HX-Request"):
-        return render(request, "study/assignment/_preview_result.html", {"preview": preview})
+        return render(
+            request,
+            "study/assignment/_preview_result.html",
+            {"preview": preview, "progress": live_progress(preview)},
+        )
     return JsonResponse(_status(preview))
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +101,21 @@ def _lock_chain() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
 
 
+_ROLLED_BACK: ContextVar[bool] = ContextVar("audit_rolled_back", default=False)
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """For code whose writes are always rolled back (the assignment simulation): ``record``
+    checks its event but writes nothing and takes no chain lock, so a simulation never makes
+    real audit writes elsewhere on the platform wait for it."""
+    token = _ROLLED_BACK.set(True)
+    try:
+        yield
+    finally:
+        _ROLLED_BACK.reset(token)
+
+
 def record(
     action: str,
     *,
@@ -107,7 +124,7 @@ def record(
     object_id: str | int,
     details: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one event to the chain and return it."""
+    """Append one event to the chain and return it (unsaved inside ``rolled_back``)."""
     if not NAME.match(action) or not NAME.match(object_type):
         raise ValueError(f"Bad audit action or object type: {action!r}, {object_type!r}.")
     clean = plain_json(dict(details or {}))
@@ -115,6 +132,16 @@ def record(
     if len(canonical_json(clean)) > MAX_DETAILS:
         raise ValueError("Audit details are too large.")
     actor_type, actor_ref = actor_of(actor)
+    if _ROLLED_BACK.get():
+        return AuditEvent(
+            ts=timezone.now(),
+            actor_type=actor_type,
+            actor_ref=actor_ref,
+            action=action,
+            object_type=object_type,
+            object_id=str(object_id),
+            details=clean,
+        )
     with transaction.atomic():
         _lock_chain()
         last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()

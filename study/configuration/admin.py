@@ -162,7 +162,8 @@ class StudyAdmin(ScopedAdminMixin, admin.ModelAdmin):
             {
                 "fields": ("sequence_set", "balance_priority", "expected_dropout"),
                 "description": "How plans are balanced. Each track aims at its own target (set "
-                "on the track, or an equal share of the study's target). The design preview "
+                "on the track, or an equal share of what the tracks with their own leave of the "
+                "study's target). The design preview "
                 "(studies list, tools) simulates the allocation with the expected dropout and "
                 "gives the allocation table; opening recruitment runs the same simulation and "
                 "warns about the imbalance it expects.",

@@ -78,7 +78,8 @@ def open_recruitment(study: Study, *, actor: audit.Actor) -> list[str]:
     """Let participants join ``study`` (checks the configuration first; idempotent). Returns
     the design check's warnings: cross-track pool entries and the imbalance a simulated
     allocation of the study's target, with its expected dropout, reaches
-    (``study.assignment.simulation``). The audit event of the opening lists them."""
+    (``study.assignment.simulation``). The audit event of the opening counts them and keeps
+    their sha256 (audit details hold identifiers, not prose)."""
     if problems := configuration_problems(study):
         raise CannotOpen(" ".join(problems))
     # Before the lock: the simulation takes seconds and rolls back everything it writes.
@@ -96,7 +97,8 @@ def open_recruitment(study: Study, *, actor: audit.Actor) -> list[str]:
                 change="status",
                 status=study.status,
                 status_before=status_before,
-                warnings=warnings,
+                n_warnings=len(warnings),
+                warnings_sha256=audit.sha256_text("\n".join(warnings)),
             )
     return warnings
 

@@ -376,10 +376,11 @@ def plan_record(study: Study) -> dict[str, Any]:
             "version", "content"
         )
     }
+    plan = analysis_plan(study)
     return {
-        "plan": analysis_plan(study),
+        "plan": plan,
         "plans_by_snapshot_version": by_snapshot,
-        "deviations": deviations(paired_stats(rows), (r["analysis_plan"] for r in rows)),
+        "deviations": deviations(paired_stats(rows), plan, (r["analysis_plan"] for r in rows)),
     }
 
 

@@ -10,6 +10,22 @@ def keep_difficulty_first(apps, schema_editor):
     apps.get_model("study", "Study").objects.update(balance_priority="difficulty")
 
 
+def mark_cross_track_entries(apps, schema_editor):
+    """Pool entries that already hold another track's template stay valid: they are marked
+    cross-track (the study's page then warns), instead of blocking recruitment."""
+    from evaluation.bank import BankError, load_template
+
+    entries = apps.get_model("study", "TaskPoolEntry").objects.select_related("track")
+    for entry in entries:
+        try:
+            track = load_template(entry.template_slug).track
+        except BankError:
+            continue  # not in the bank: the configuration check reports it
+        if track != entry.track.code:
+            entry.cross_track = True
+            entry.save(update_fields=["cross_track"])
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("study", "0011_arm_uses_model_endpoints"),
@@ -31,7 +47,7 @@ class Migration(migrations.Migration):
                     ),
                 ],
                 default="uses",
-                help_text="When the pool's difficulties cannot be matched within every participant without some tasks being used more than others, which comes first. Balancing uses still prefers difficulty-matched plans whenever they are as balanced as any other.",
+                help_text="When the pool's difficulties cannot be matched within every participant without some tasks being used more than others, which comes first. Balancing uses keeps the difficulty gap between the conditions as small as exact balance allows.",
                 max_length=10,
             ),
         ),
@@ -79,7 +95,7 @@ class Migration(migrations.Migration):
             name="target_participants",
             field=models.PositiveIntegerField(
                 blank=True,
-                help_text="Participants this track should end with (exact balance aims at it). Empty: the study's target split equally over the tracks that have active tasks.",
+                help_text="Participants this track should end with (exact balance aims at it). Empty: an equal share of what the tracks with their own target leave of the study's target.",
                 null=True,
             ),
         ),
@@ -88,8 +104,19 @@ class Migration(migrations.Migration):
             name="target_participants",
             field=models.PositiveIntegerField(
                 default=45,
-                help_text="Participants who should complete the study. Tracks without a target of their own share it equally.",
+                help_text="Participants who should complete the study. Tracks without a target of their own share what the others leave of it equally (the remainder goes to the first tracks by code).",
+            ),
+        ),
+        migrations.AlterField(
+            model_name="study",
+            name="track_item_key",
+            field=models.CharField(
+                blank=True,
+                default="track_preference",
+                help_text="Screening item whose answer (a track code) decides the track; empty, no preference or an unknown track: the track furthest below its target.",
+                max_length=60,
             ),
         ),
         migrations.RunPython(keep_difficulty_first, migrations.RunPython.noop),
+        migrations.RunPython(mark_cross_track_entries, migrations.RunPython.noop),
     ]

@@ -100,8 +100,8 @@ class Study(models.Model):
         max_length=60,
         default="track_preference",
         blank=True,
-        help_text="Screening item whose answer (a track code) decides the track; empty: the "
-        "least-filled track.",
+        help_text="Screening item whose answer (a track code) decides the track; empty, no "
+        "preference or an unknown track: the track furthest below its target.",
     )
     # Policies
     report_release = models.CharField(
@@ -127,7 +127,7 @@ class Study(models.Model):
         default=BalancePriority.USES,
         help_text="When the pool's difficulties cannot be matched within every participant "
         "without some tasks being used more than others, which comes first. Balancing uses "
-        "still prefers difficulty-matched plans whenever they are as balanced as any other.",
+        "keeps the difficulty gap between the conditions as small as exact balance allows.",
     )
     sequence_set = models.CharField(
         max_length=10,
@@ -146,7 +146,8 @@ class Study(models.Model):
     target_participants = models.PositiveIntegerField(
         default=45,
         help_text="Participants who should complete the study. Tracks without a target of "
-        "their own share it equally.",
+        "their own share what the others leave of it equally (the remainder goes to the first "
+        "tracks by code).",
     )
     overbooking = models.PositiveIntegerField(
         default=5, help_text="Participants assigned beyond the target before assignment stops."
@@ -200,7 +201,7 @@ class Track(models.Model):
         null=True,
         blank=True,
         help_text="Participants this track should end with (exact balance aims at it). Empty: "
-        "the study's target split equally over the tracks that have active tasks.",
+        "an equal share of what the tracks with their own target leave of the study's target.",
     )
 
     class Meta:

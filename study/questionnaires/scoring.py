@@ -59,14 +59,25 @@ def scale_scores(response: Response) -> dict[str, float]:
 
 # --- Tracks -------------------------------------------------------------------------------
 def least_filled_track(study: Study) -> Track | None:
-    """The study's track with the fewest participants still taking part or complete."""
-    return (
+    """The track furthest below its target (``study.assignment.services.track_targets``),
+    counting participants still taking part or complete; ties go to the first code. Without
+    any known target: the track with the fewest such participants."""
+    from study.assignment.services import track_targets  # assignment builds on questionnaires
+
+    tracks = list(
         study.tracks.annotate(
             n=Count("participants", filter=~Q(participants__stage__in=ENDED_STAGES))
-        )
-        .order_by("n", "code")
-        .first()
+        ).order_by("code")
     )
+    targets = track_targets(study)
+    below = [
+        (target.value - t.n, -i, t)
+        for i, t in enumerate(tracks)
+        if (target := targets.get(t.code)) is not None and target.value is not None
+    ]
+    if below:
+        return max(below, key=lambda item: item[:2])[2]
+    return min(tracks, key=lambda t: (t.n, t.code), default=None)
 
 
 def decide_track(study: Study, response: Response) -> Track | None:

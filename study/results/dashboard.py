@@ -264,8 +264,9 @@ def dashboard(study: Study) -> dict[str, Any]:
 
     rows = trial_table(study)
     roles = ai_role_counts(study)
+    plan = analysis_plan(study)
     digest = hashlib.sha256(
-        json.dumps([rows, roles], sort_keys=True, default=str).encode()
+        json.dumps([rows, roles, plan], sort_keys=True, default=str).encode()
     ).hexdigest()
 
     def compute() -> dict[str, Any]:
@@ -273,7 +274,7 @@ def dashboard(study: Study) -> dict[str, Any]:
         stats = paired_stats(rows)
         return {
             "stats": stats,
-            "deviations": deviations(stats, (r["analysis_plan"] for r in rows)),
+            "deviations": deviations(stats, plan, (r["analysis_plan"] for r in rows)),
             "figures": {name: json.loads(fig.to_json()) for name, fig in figs.items()},
         }
 
@@ -286,6 +287,6 @@ def dashboard(study: Study) -> dict[str, Any]:
         "rows": rows,
         "table2": table2(rows),
         "ai_roles": roles,
-        "plan": analysis_plan(study),
+        "plan": plan,
         **heavy,
     }

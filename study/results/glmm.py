@@ -7,15 +7,17 @@ one-dimensional integrals, so quadrature is exact up to the number of nodes):
     logit P(pass) = b0 + b_ai * ai + period effects + task effects + u_participant,
     u ~ Normal(0, sigma^2)
 
-Tasks are fixed effects, as in the completion-time model: a handful of tasks gives a poorly
-estimated task variance. The estimate is the conditional (within-participant) odds ratio
+Tasks are fixed effects, not a second random intercept: crossed participant and task effects
+have no one-dimensional integral to take by quadrature, and a handful of tasks gives a poorly
+estimated task variance anyway (the project's notes pre-registered ``(1 | task)``; the analysis
+plan states this choice). The estimate is the conditional (within-participant) odds ratio
 exp(b_ai), with a Wald 95 % interval from the inverse of the observed information.
 
-When the GLMM cannot be fitted (the optimiser fails, the information matrix is singular, or the
-estimate runs off to separation), the fallback is a GEE logit with participant clusters
-(exchangeable working correlation, robust standard errors), whose odds ratio is
-population-averaged; the result says which model was used and why. Both are always reported,
-so the GEE also serves as a robustness check.
+When the GLMM cannot be fitted (the optimiser does not reach a vanishing gradient, the
+information matrix is singular, or the estimate runs off to separation), the fallback is a GEE
+logit with participant clusters (exchangeable working correlation, robust standard errors),
+whose odds ratio is population-averaged; the result says which model was used and why. Both
+are always reported, so the GEE also serves as a robustness check.
 
 This module imports only numpy, scipy, pandas and statsmodels: the export package ships its
 source as ``analysis/primary_model.py``, so the primary model can be rerun from the package.
@@ -35,6 +37,8 @@ from scipy.special import logsumexp
 
 NODES = 30  # Gauss-Hermite nodes; 20-30 are plenty for a random intercept
 MAX_LOG_ODDS = 8.0  # |b_ai| beyond this means separation: the data cannot bound the effect
+MAX_GRADIENT = 1e-3  # the fit counts as converged when no score component exceeds this
+MIN_PARTICIPANTS = 10  # with both conditions; fewer and the model is not fitted
 Z = float(sps.norm.ppf(0.975))
 
 
@@ -122,6 +126,9 @@ def fit_glmm(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> dict[str, Any]
     if not np.all(np.isfinite(result.x)):
         raise FitError("the optimiser did not reach finite estimates")
     theta = result.x
+    # BFGS may stop on lost precision at the optimum; what matters is a vanishing gradient.
+    if float(np.max(np.abs(negative(theta)[1]))) > MAX_GRADIENT:
+        raise FitError("the optimiser did not converge")
     ai = names.index("ai")
     if abs(theta[ai]) > MAX_LOG_ODDS:
         raise FitError("the AI effect is not bounded by the data (separation)")
@@ -140,7 +147,7 @@ def fit_glmm(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> dict[str, Any]
         "log_odds": float(theta[ai]),
         "se": se,
         "participant_sd": float(math.exp(theta[-1])),
-        "converged": bool(result.success),
+        "converged": True,
         "loglik": float(-result.fun),
         "terms": names,
         "coefficients": {
@@ -192,10 +199,18 @@ def order_effects(
             math.sqrt(max(float(c @ cov @ c), 0.0)),
         )
         session_rows.append({"session": session, **_interval(b, se)})
-    ordered = frame.sort_values(["pid", "period"])
-    with_carry = ordered.assign(
-        carryover=ordered.groupby("pid")["ai"].shift(1).fillna(0).astype(float)
-    )
+    # The condition of the period right before (not of the previous row: a trial may be
+    # missing); period 1 has none (0), and a row whose previous period is unknown is dropped.
+    condition = {
+        (pid, period): ai
+        for pid, period, ai in frame[["pid", "period", "ai"]].itertuples(index=False)
+    }
+    first_period = int(frame["period"].min())
+    previous = [
+        0.0 if period == first_period else condition.get((pid, period - 1))
+        for pid, period in frame[["pid", "period"]].itertuples(index=False)
+    ]
+    with_carry = frame.assign(carryover=previous).dropna(subset=["carryover"])
     try:
         carry = fit_glmm(with_carry, extra=("carryover",))
         carryover: dict[str, Any] = _interval(*carry["coefficients"]["carryover"])
@@ -240,6 +255,23 @@ def summarise(fit: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def analysable(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The trials the primary model uses (participants with graded trials in both conditions)
+    and, when it cannot run on them, the reason. The dashboard and the exported script both
+    apply it, so they fit the same frame."""
+    conditions = frame.groupby("pid")["ai"].nunique()
+    kept = frame[frame["pid"].isin(conditions[conditions == 2].index)].reset_index(drop=True)
+    n = int(kept["pid"].nunique())
+    if n < MIN_PARTICIPANTS:
+        return kept, (
+            f"needs at least {MIN_PARTICIPANTS} participants with graded trials in both "
+            f"conditions (have {n})"
+        )
+    if kept["y"].nunique() < 2:
+        return kept, "every trial has the same result, so there is no contrast to model"
+    return kept, None
+
+
 def pass_models(frame: pd.DataFrame) -> dict[str, Any]:
     """The primary model (GLMM, GEE when the GLMM cannot be fitted) and the GEE robustness
     check, each summarised, with the reason when one could not be fitted."""
@@ -262,17 +294,24 @@ if __name__ == "__main__":  # the export package's analysis/primary_model.py
 
     root = Path(__file__).resolve().parents[1]
     attempts = pd.read_csv(next((root / "data").glob("*_description-taskattempts_data.csv")))
-    graded = attempts.dropna(subset=["pass_all"]).copy()
+    # A trial that ran out of time with nothing to grade failed; others wait for grading.
+    nothing = attempts["status"].eq("expired") & attempts["grading_status"].eq("none")
+    passed = attempts["pass_all"].astype(str).str.lower().map({"true": 1, "false": 0})
+    attempts = attempts.assign(y=passed.where(~nothing, 0)).dropna(subset=["y"])
     data = pd.DataFrame(
         {
-            "pid": graded["participant_id"].astype(str),
-            "task": graded["task_id"].astype(str),
-            "period": graded["period"].astype(int),
-            "ai": (graded["ai_mode"] != "none").astype(int),
-            "y": graded["pass_all"].astype(str).str.lower().eq("true").astype(int),
+            "pid": attempts["participant_id"].astype(str),
+            "task": attempts["task_id"].astype(str),
+            "period": attempts["period"].astype(int),
+            "ai": (attempts["ai_mode"] != "none").astype(int),
+            "y": attempts["y"].astype(int),
         }
     )
+    data, reason = analysable(data)
     print(data.groupby("ai")["y"].agg(["mean", "count"]))
+    if reason is not None:
+        print(f"primary: not fitted: {reason}")
+        raise SystemExit(0)
     for label, result in pass_models(data).items():
         if "error" in result:
             print(f"{label}: not fitted: {result['error']}")

@@ -14,8 +14,7 @@ Definitions (also in the captions and the dashboard's notes):
   **d_av** = mean difference / mean of the two conditions' SDs (Lakens 2013).
 - **Wilcoxon signed-rank** (``scipy.stats.wilcoxon`` with ``zero_method="pratt"``: zero
   differences are ranked with the others and then dropped, so they still shift the ranks of
-  the rest instead of vanishing; exact for small samples without ties or zeros, otherwise the
-  normal approximation).
+  the rest instead of vanishing; the p-value by scipy's default method for the sample).
 - **Primary outcome**: overall pass per trial, modelled by a logistic mixed model (AI + period
   + task, random intercept per participant, maximum likelihood by Gauss-Hermite quadrature;
   GEE logit with participant clusters when it cannot be fitted): ``study.results.glmm``. The
@@ -24,13 +23,13 @@ Definitions (also in the captions and the dashboard's notes):
   participant *passes a condition* when at least half of their trials in it passed (``mean >=
   0.5``; in the default design of two trials per condition this is "passed at least one"). It
   throws away the trial-level information, so it has less power than the model.
-- **Secondary family**: partial pass, completion
-  time (PAR-N, N the arms' time limit), NASA-TLX, confidence; their paired t-test p-values are
-  **Holm**-adjusted together.
+- **Secondary outcomes**: partial pass, completion time (PAR-N, N the arms' time limit),
+  NASA-TLX, confidence, each with a paired t-test. The **Holm** family adjusts them together,
+  except that completion time enters through its censored model (below): its paired t-test on
+  capped minutes is a description only.
 - **Completion time** (``study.results.survival``): a Cox model of the time to a pass,
   censored at the time limit (most trials never pass), AI + period, baseline hazard per task,
-  standard errors clustered by participant. The paired t-test on PAR minutes stays in the
-  secondary family as a descriptive contrast. Models are fitted only with at least
+  standard errors clustered by participant. Models are fitted only with at least
   ``MIN_MIXED_PARTICIPANTS`` participants who have both conditions.
 """
 
@@ -47,11 +46,12 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from evaluation.grading import par_label
-from study.results.glmm import order_effects, pass_models
+from study.results.glmm import MIN_PARTICIPANTS, analysable, order_effects, pass_models
 from study.results.survival import time_caption, time_model
 
 Row = dict[str, Any]
-MIN_MIXED_PARTICIPANTS = 10
+MIN_MIXED_PARTICIPANTS = MIN_PARTICIPANTS
+TIME_OUTCOME = "completion_time_s"
 ALPHA = 0.05
 
 # (key, label, unit, scale factor for captions, lower is better)
@@ -236,7 +236,6 @@ def pass_model(rows: Sequence[Row]) -> dict[str, Any]:
     robustness check."""
     import pandas as pd
 
-    both = {pid for pid, _, _ in paired_values(rows, "overall_pass")}
     data = [
         {
             "y": int(row["overall_pass"] >= 0.5),
@@ -246,24 +245,19 @@ def pass_model(rows: Sequence[Row]) -> dict[str, Any]:
             "pid": str(row["participant"]),
         }
         for row in rows
-        if row["participant"] in both and row.get("overall_pass") is not None
+        if row.get("overall_pass") is not None and row.get("ai") is not None
     ]
+    columns = ("y", "ai", "period", "task", "pid")
+    frame, reason = analysable(pd.DataFrame(data, columns=columns))
     result: dict[str, Any] = {
         "outcome": "overall_pass",
-        "n_participants": len(both),
-        "n_trials": len(data),
-        "n_tasks": len({d["task"] for d in data}),
+        "n_participants": int(frame["pid"].nunique()),
+        "n_trials": len(frame),
+        "n_tasks": int(frame["task"].nunique()),
         "computed": False,
     }
-    if len(both) < MIN_MIXED_PARTICIPANTS:
-        result["reason"] = (
-            f"needs at least {MIN_MIXED_PARTICIPANTS} participants with graded trials in both "
-            f"conditions (have {len(both)})"
-        )
-        return result
-    frame = pd.DataFrame(data)
-    if frame["y"].nunique() < 2:
-        result["reason"] = "every trial has the same result, so there is no contrast to model"
+    if reason is not None:
+        result["reason"] = reason
         return result
     fits = pass_models(frame)
     primary = fits["primary"]
@@ -364,11 +358,17 @@ def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
         result = paired_test([v[1] for v in values], [v[2] for v in values])
         result.update(outcome=key, label=label, unit=unit, lower_is_better=lower)
         secondary.append(result)
-    for result, adjusted in zip(secondary, holm([r.get("p_t") for r in secondary]), strict=True):
-        result["p_holm"] = adjusted
+    # The Holm family: for completion time its censored model (the paired t-test on capped
+    # minutes stays as a description), for the other outcomes their paired t-test.
+    time = time_model(rows, min_participants=MIN_MIXED_PARTICIPANTS)
+    family = [time if r["outcome"] == TIME_OUTCOME else r for r in secondary]
+    pvalues = [m.get("p") if m is time else m.get("p_t") for m in family]
+    for result in secondary:
+        result["p_holm"] = None
+    for member, adjusted in zip(family, holm(pvalues), strict=True):
+        member["p_holm"] = adjusted
     for result, (_, _label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
         result["caption"] = secondary_caption(result["label"], unit, scale, lower, result)
-    time = time_model(rows, min_participants=MIN_MIXED_PARTICIPANTS)
     time["caption"] = time_caption(time, fmt_p)
     return {
         "contrast": "AI assistant on minus off",

@@ -124,6 +124,7 @@ def time_caption(r: dict[str, Any], fmt_p: Any) -> str:
         f"{r['n_tasks']} tasks, {r['censored_share'] * 100:.0f} % without a pass): Cox model of "
         "the time to a pass (AI + period, baseline hazard per task, standard errors clustered "
         f"by participant). Hazard ratio of the AI assistant {r['hazard_ratio']:.2f} (95 % CI "
-        f"{r['ci_low']:.2f} to {r['ci_high']:.2f}, {fmt_p(r['p'])}); above 1 means passing "
-        "sooner with the assistant."
+        f"{r['ci_low']:.2f} to {r['ci_high']:.2f}, {fmt_p(r['p'])}"
+        + (f"; Holm-adjusted {fmt_p(r['p_holm'])}" if r.get("p_holm") is not None else "")
+        + "); above 1 means passing sooner with the assistant."
     )

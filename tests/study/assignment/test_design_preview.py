@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from study.assignment.services import run_preview
 from study.models import DesignPreview, Participant, Study
 from tests.study.factories_study import make_participant, make_study, synthetic_templates
 from tests.study.results.report_helpers import participant_client, researcher_client
@@ -34,7 +35,7 @@ def test_the_page_shows_each_tracks_pool_target_and_admissible_plans(study: Stud
     html = page.content.decode()
     assert page.status_code == 200
     assert "5 participants (the study&#x27;s target shared by the tracks)" in html
-    assert html.count("<td>480</td>") == 3  # 5 x 4 x 3 x 2 task orders x 4 sequences
+    assert html.count("<td>256</td>") == 3  # task orders x sequences within a difficulty gap of 1
     assert "No preview yet." in html
     assert not DesignPreview.objects.exists()  # a GET changes nothing
 
@@ -57,7 +58,7 @@ def test_a_preview_runs_in_the_worker_and_shows_the_balance_it_reaches(
     # 5 participants per track: 20 slots over 5 tasks, every task 2 x A and 2 x B.
     assert "The simulated allocation is balanced: no warnings." in html
     assert html.count("<td>A 2 · B 2</td>") == 15
-    assert preview.result["plans_per_track"] == {"DS": 480, "MLE": 480, "SDE": 480}
+    assert preview.result["plans_per_track"] == {"DS": 256, "MLE": 256, "SDE": 256}
     status = client.get(f"/study/assignment/previews/{preview.pk}/status/").json()
     assert status["finished"] is True
     assert status["warnings"] == preview.result["warnings"]
@@ -121,3 +122,32 @@ def test_other_researchers_and_participants_cannot_see_a_preview(study: Study) -
     assert stranger.get(f"/study/assignment/previews/{preview.pk}/status/").status_code == 404
     participant = participant_client(make_participant(study))
     assert participant.get(f"/study/assignment/{study.slug}/preview/").status_code in (302, 403)
+
+
+def test_a_running_preview_shows_its_progress_on_the_status_page(study: Study) -> None:
+    # The simulation's own writes are rolled back, so progress must reach the status page
+    # another way (the cache): look at the page from inside the run, at every step.
+    client = researcher_client(study)
+    preview = DesignPreview.objects.create(study=study, seed=1, dropout=0.2, created_by="x")
+    url = f"/study/assignment/previews/{preview.pk}/status/"
+    seen: list[tuple[int, int, str]] = []
+
+    def look(percent: int) -> None:
+        status = client.get(url).json()
+        seen.append((percent, status["progress"], status["status"]))
+
+    run_preview(preview.pk, on_progress=look)
+    assert len(seen) == 15  # one step per completed participant
+    assert all(shown == percent and state == "running" for percent, shown, state in seen)
+    assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
+    assert 0 < seen[0][0] < seen[-1][0] == 99
+    assert client.get(url).json()["progress"] == 100
+
+
+def test_a_preview_of_a_study_without_tasks_fails_with_a_sentence() -> None:
+    empty = make_study(tracks=("SDE",), templates=[])
+    preview = DesignPreview.objects.create(study=empty, seed=1, dropout=0.1, created_by="x")
+    assert run_preview(preview.pk).status == "failed"
+    preview.refresh_from_db()
+    assert preview.error == "No track has active tasks: add templates to a track's pool."
+    assert run_preview(preview.pk).status == "failed"  # finished: left as it is

@@ -3,17 +3,21 @@ the track, the condition-order set, and the simulation's per-track report."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from io import StringIO
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.management import CommandError, call_command
 
 from study.assignment.design import DesignError, condition_sequences
 from study.assignment.services import (
     assign_plan,
     exclude_for_balance,
+    plan_of,
+    replay,
     track_target,
     track_targets,
 )
@@ -154,3 +158,39 @@ def test_a_real_study_design_can_be_simulated():
     assert Study.objects.count() == 1  # the copy was rolled back
     with pytest.raises(CommandError, match="no study with the slug 'nope'"):
         run("--study", "nope")
+
+
+def test_the_migration_marks_existing_cross_track_entries_and_keeps_old_studies_difficulty_first():
+    migration = importlib.import_module("study.migrations.0012_balance_per_track")
+    study = journey_study()
+    study.pool.update(cross_track=False)
+    assert configuration_problems(study)  # unmarked cross-track entries block recruitment
+    migration.mark_cross_track_entries(django_apps, None)
+    migration.keep_difficulty_first(django_apps, None)
+    marked = {(e.track.code, e.template_slug) for e in study.pool.filter(cross_track=True)}
+    assert marked == {
+        ("SDE", "mle-palindromic-path"),
+        ("SDE", "ds-window-top-segments"),
+        ("MLE", "sde-binary-palindromes"),
+        ("MLE", "ds-window-top-segments"),
+        ("MLE", "sde-clickomania"),
+    }
+    assert configuration_problems(study) == []
+    study.refresh_from_db()
+    assert study.balance_priority == Study.BalancePriority.DIFFICULTY
+
+
+def test_an_audit_row_written_before_this_version_replays():
+    study = make_study(tracks=("SDE",), target_participants=45)
+    a = assign_plan(make_participant(study), rng_seed=77, create_trials=False, p_best=1.0)
+    b = assign_plan(make_participant(study), rng_seed=78, create_trials=False)
+    for row in (a, b):  # rows of minimise-1.0 had neither key and were difficulty first
+        old = {k: v for k, v in row.counts_before.items() if k not in ("priority", "target_source")}
+        row.counts_before = old
+        row.save(update_fields=["counts_before"])
+    study.balance_priority = Study.BalancePriority.DIFFICULTY
+    study.save(update_fields=["balance_priority"])
+    # The reference pool's matched plans balance every cell, so both priorities give the same
+    # candidates here and the recorded choice replays.
+    assert replay(a).plan == plan_of(a)
+    assert replay(b).plan == plan_of(b)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from study.models import Answer, Participant, Response, Track
+from study.models import Answer, Participant, Response, Study, TaskPoolEntry, Track
 from study.questionnaires.forms import build_form
 from study.questionnaires.scoring import decide_track, scale_scores
 from study.questionnaires.services import save_response
@@ -128,3 +128,24 @@ def test_study_without_tracks_decides_nothing():
     version = make_version(TRACK_ITEMS, slug="screen")
     response = save_response(make_participant(study), version, {"track_preference": "SDE"})
     assert decide_track(study, response) is None
+
+
+def test_no_preference_goes_to_the_track_furthest_below_its_target():
+    study = make_study()
+    Study.objects.filter(pk=study.pk).update(target_participants=30)
+    study.refresh_from_db()
+    study.tracks.filter(code="SDE").update(target_participants=20)  # DS and MLE: 5 each
+    version = make_version(TRACK_ITEMS, slug="screen")
+    tracks = {t.code: t for t in study.tracks.all()}
+    for code, track in tracks.items():  # targets count only tracks with active tasks
+        TaskPoolEntry.objects.create(
+            study=study, track=track, template_slug=f"{code.lower()}-1", difficulty="easy"
+        )
+    for n, code in enumerate(["SDE"] * 12 + ["MLE"]):
+        placed = make_participant(study, f"p-{n}", stage=Participant.Stage.ASSIGNED)
+        Participant.objects.filter(pk=placed.pk).update(track=tracks[code])
+    newcomer = make_participant(study, "p-new")
+    Participant.objects.filter(pk=newcomer.pk).update(track=None)
+    # Fewest participants: DS (0 of 5); furthest below target: SDE (12 of 20, 8 short).
+    response = save_response(newcomer, version, {"track_preference": "none"})
+    assert code_of(decide_track(study, response)) == "SDE"

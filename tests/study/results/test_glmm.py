@@ -157,3 +157,13 @@ def test_no_carry_over_is_rarely_flagged():
             order_effects(frame, summarise(fit_glmm(frame)), SESSIONS)["carryover"]["p"] < 0.05
         )
     assert flagged <= 4  # Binomial(30, 0.05) <= 4 with probability 0.98
+
+
+def test_carry_over_looks_at_the_period_right_before_even_when_one_is_missing():
+    frame = ordered_trials(np.random.default_rng(24), 1200, [0.0, 0.4, 0.8, 1.2], 0.7)
+    # Period 2 is missing for 40 % of participants: their period-3 trial has no known previous
+    # condition (taking period 1's instead would bias the estimate towards none).
+    gone = {f"p{i}" for i in range(0, 1200, 5)} | {f"p{i}" for i in range(1, 1200, 5)}
+    frame = frame[~((frame["period"] == 2) & frame["pid"].isin(gone))].reset_index(drop=True)
+    carry = order_effects(frame, summarise(fit_glmm(frame)), SESSIONS)["carryover"]
+    assert carry["ci_low"] < math.exp(0.7) < carry["ci_high"]
