@@ -70,8 +70,9 @@ logger = logging.getLogger(__name__)
 
 P_BEST = 0.9
 GRACE_HOURS = 24
-# Balance priority -> the difficulty rule of the candidate set. "difficulty": matched plans only
-# whenever the pool has any; "uses": every plan, matched ones preferred among equals.
+# Balance priority -> the difficulty rule of the enumeration. "difficulty": matched plans only
+# whenever the pool has any; "uses": every plan, narrowed by ``_candidates`` to the smallest
+# difficulty gap that can still balance.
 DIFFICULTY_RULE: dict[str, Literal["if_possible", "off"]] = {
     "difficulty": "if_possible",
     "uses": "off",
