@@ -21,24 +21,9 @@ from study.results.glmm import (
     pass_models,
     summarise,
 )
+from study.results.synthetic import SEQUENCES, crossover_trials
 
-SEQUENCES = ("ABBA", "BAAB", "ABAB", "BABA")
-
-
-def trials(rng: np.random.Generator, n: int, log_odds: float, sigma: float) -> pd.DataFrame:
-    """``n`` participants doing four of nine tasks in a counterbalanced order."""
-    effects = np.linspace(-0.8, 0.8, 9)
-    rows = []
-    for p in range(n):
-        u = rng.normal(0.0, sigma)
-        for period, (letter, task) in enumerate(
-            zip(SEQUENCES[p % 4], rng.choice(9, 4, replace=False), strict=True), start=1
-        ):
-            ai = int(letter == "B")
-            eta = -0.3 + log_odds * ai + 0.1 * (period - 2.5) + effects[task] + u
-            y = int(rng.random() < 1 / (1 + math.exp(-eta)))
-            rows.append({"pid": f"p{p}", "task": f"t{task}", "period": period, "ai": ai, "y": y})
-    return pd.DataFrame(rows)
+trials = crossover_trials
 
 
 def test_the_quadrature_likelihood_equals_direct_integration():
