@@ -9,6 +9,7 @@ counts now, next to the same counts over completers only. ``balance_view`` rende
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import admin
@@ -17,19 +18,21 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
 from study.access import studies_for_researcher
-from study.assignment.design import condition_sequences
 from study.assignment.services import (
     GRACE_HOURS,
     AssignmentError,
     activity_window,
     counted_assignments,
+    study_sequences,
     track_design,
     track_targets,
 )
 from study.models import Assignment, Participant, Study
 
 
-def _spread(values: list[int]) -> int:
+def spread(values: Iterable[int]) -> int:
+    """max - min of ``values`` (0 for none)."""
+    values = list(values)
     return max(values) - min(values) if values else 0
 
 
@@ -39,14 +42,7 @@ def balance_table(study: Study) -> dict[str, Any]:
     conditions = sorted(study.arms.values_list("condition", flat=True))
     periods = list(range(1, study.total_trials + 1))
     try:
-        sequences = list(
-            condition_sequences(
-                conditions,
-                study.sessions,
-                study.trials_per_session,
-                mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
-            )
-        )
+        sequences = list(study_sequences(study, conditions))
     except ValueError:
         sequences = []
     pool: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
@@ -62,7 +58,7 @@ def balance_table(study: Study) -> dict[str, Any]:
     targets = track_targets(study)
     tracks = [
         {
-            **_track_table(
+            **track_table(
                 code, pool.get(code, []), counted.get(code, []), conditions, periods, sequences
             ),
             "target": targets[code].value if code in targets else None,
@@ -89,7 +85,7 @@ def balance_table(study: Study) -> dict[str, Any]:
     }
 
 
-def _track_table(
+def track_table(
     code: str,
     pool: list[tuple[str, str, bool]],
     plans: list[tuple[str, list[str], bool]],
@@ -137,10 +133,10 @@ def _track_table(
             for s in sorted(set(sequences) | set(seq_counted), key=_sequence_order(sequences))
         ],
         "spread": {
-            "sequence": _spread([seq_counted[s] for s in sequences]),
-            "task": _spread([r["uses"] for r in active_rows]),
-            "task_condition": _spread([n for r in active_rows for n in r["counted"]]),
-            "task_position": _spread([n for r in active_rows for n in r["positions"]]),
+            "sequence": spread([seq_counted[s] for s in sequences]),
+            "task": spread([r["uses"] for r in active_rows]),
+            "task_condition": spread([n for r in active_rows for n in r["counted"]]),
+            "task_position": spread([n for r in active_rows for n in r["positions"]]),
         },
     }
 

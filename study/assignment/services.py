@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -140,6 +140,17 @@ def plan_of(assignment: Assignment) -> Plan:
     return Plan(assignment.sequence, tuple(assignment.tasks))
 
 
+def study_sequences(study: Study, conditions: Sequence[str]) -> tuple[str, ...]:
+    """The condition sequences of ``study``'s session plan and condition-order set (raises
+    ``DesignError`` when the plan has none)."""
+    return condition_sequences(
+        conditions,
+        study.sessions,
+        study.trials_per_session,
+        mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
+    )
+
+
 def track_design(study: Study, track: Track) -> TrackDesign:
     """The active pool of ``track``, the condition sequences and the admissible plans."""
     entries = TaskPoolEntry.objects.filter(study=study, track=track, active=True)
@@ -153,12 +164,7 @@ def track_design(study: Study, track: Track) -> TrackDesign:
             f"needs {study.total_trials} different tasks."
         )
     try:
-        sequences = condition_sequences(
-            conditions,
-            study.sessions,
-            study.trials_per_session,
-            mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
-        )
+        sequences = study_sequences(study, conditions)
         return design_for(pool, sequences, study.total_trials, study.balance_priority)
     except DesignError as exc:
         raise AssignmentError(

@@ -30,6 +30,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from study.assignment.balance import spread, track_table
 from study.assignment.design import ALGORITHM_VERSION, Plan, TaskInfo, difficulty_gap
 from study.assignment.minimiser import cell_shares
 from study.assignment.services import (
@@ -281,11 +282,6 @@ def _next_track(codes: list[str], targets: dict[str, Target], filled: Counter[st
     return min(codes, key=lambda c: (filled[c], codes.index(c)))
 
 
-def _spread(values: Any) -> int:
-    values = list(values)
-    return max(values) - min(values) if values else 0
-
-
 def _summary(
     study: Study,
     design: DesignSpec,
@@ -317,7 +313,7 @@ def _summary(
     sequences: Counter[str] = Counter()
     for b in blocks.values():
         sequences.update(b["sequence_counts"])
-    spreads = [_spread(v.values()) for v in task_condition.values()]
+    spreads = [spread(v.values()) for v in task_condition.values()]
     return {
         "seed": seed,
         "tasks": sum(len(spec.pool) for spec in design.tracks),
@@ -352,19 +348,27 @@ def _track_block(
     finished = [a for a in track_rows if a.participant_id in done]
     slugs = sorted(slug for slug, _ in spec.pool)
     letters = sorted(study.arms.values_list("condition", flat=True))
-    task_condition = {slug: dict.fromkeys(letters, 0) for slug in slugs}
-    position = {slug: {str(p): 0 for p in range(1, study.total_trials + 1)} for slug in slugs}
-    sequences: Counter[str] = Counter()
-    levels = {slug: TaskInfo(slug, spec.code, d).level for slug, d in spec.pool}
-    gaps = []
-    for a in finished:
-        sequences[a.sequence] += 1
-        gaps.append(difficulty_gap(Plan(a.sequence, tuple(a.tasks)), levels))
-        for pos, (slug, condition) in enumerate(zip(a.tasks, a.sequence, strict=True), start=1):
-            task_condition[slug][condition] += 1
-            position[slug][str(pos)] += 1
-    uses = {slug: sum(v.values()) for slug, v in task_condition.items()}
+    periods = list(range(1, study.total_trials + 1))
     design = track_design(study, study.tracks.get(code=spec.code))
+    table = track_table(  # the balance page's table, over the completers
+        spec.code,
+        [(slug, difficulty, True) for slug, difficulty in spec.pool],
+        [(a.sequence, list(a.tasks), True) for a in finished],
+        letters,
+        periods,
+        list(design.sequences),
+    )
+    by_slug = {row["slug"]: row for row in table["tasks"]}
+    task_condition = {
+        slug: dict(zip(letters, by_slug[slug]["counted"], strict=True)) for slug in slugs
+    }
+    position = {
+        slug: {str(p): n for p, n in zip(periods, by_slug[slug]["positions"], strict=True)}
+        for slug in slugs
+    }
+    uses = {slug: by_slug[slug]["uses"] for slug in slugs}
+    levels = {slug: TaskInfo(slug, spec.code, d).level for slug, d in spec.pool}
+    gaps = [difficulty_gap(Plan(a.sequence, tuple(a.tasks)), levels) for a in finished]
     value = target.value if target else None
     shares = cell_shares(design.candidates, value) if value is not None else None
     return {
@@ -385,12 +389,16 @@ def _track_block(
         "task_condition_counts": task_condition,
         "task_counts": uses,
         "position_counts": position,
-        "sequence_counts": dict(sorted(sequences.items())),
+        "sequence_counts": {
+            row["sequence"]: row["counted"]
+            for row in sorted(table["sequences"], key=lambda row: row["sequence"])
+            if row["counted"]
+        },
         "max_task_condition_spread": max(
-            (_spread(v.values()) for v in task_condition.values()), default=0
+            (spread(v.values()) for v in task_condition.values()), default=0
         ),
-        "task_use_spread": _spread(uses.values()),
-        "sequence_spread": _spread(sequences[s] for s in design.sequences),
+        "task_use_spread": table["spread"]["task"],
+        "sequence_spread": table["spread"]["sequence"],
         "difficulty_matched": sum(1 for g in gaps if g == 0),
         "mean_difficulty_gap": round(sum(gaps) / len(gaps), 3) if gaps else 0.0,
     }
@@ -421,7 +429,7 @@ def expected_imbalance(summary: dict[str, Any]) -> list[str]:
                 f"needs a multiple of {block['target_multiple']}."
             )
         uses = block["task_counts"].values()
-        if _spread(uses) > USE_SPREAD_LIMIT:
+        if spread(uses) > USE_SPREAD_LIMIT:
             advice = (
                 " Balancing task uses first would even them."
                 if summary["balance_priority"] == Study.BalancePriority.DIFFICULTY

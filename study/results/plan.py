@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from study.assignment.design import condition_sequences
+from study.assignment.services import study_sequences
 from study.models import Study
 from study.results.glmm import NODES
 from study.results.stats import ALPHA, MIN_MIXED_PARTICIPANTS, SECONDARY
@@ -28,14 +28,7 @@ PLAN_VERSION = "1.0"
 def analysis_plan(study: Study) -> dict[str, Any]:
     conditions = sorted(study.arms.values_list("condition", flat=True))
     try:
-        sequences = list(
-            condition_sequences(
-                conditions,
-                study.sessions,
-                study.trials_per_session,
-                mirrored=study.sequence_set == Study.SequenceSet.MIRRORED,
-            )
-        )
+        sequences = list(study_sequences(study, conditions))
     except ValueError:
         sequences = []
     return {
