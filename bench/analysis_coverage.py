@@ -22,19 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluation.proportions import wilson
 from study.results.glmm import pass_models
 from study.results.synthetic import crossover_trials
 
-Z = 1.959963984540054
 
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return (round(centre - half, 4), round(centre + half, 4))
+def wilson_95(k: int, n: int) -> list[float]:
+    low, high = wilson(k, n)
+    return [round(low or 0.0, 4), round(high or 1.0, 4)]
 
 
 def main() -> None:
@@ -67,9 +62,9 @@ def main() -> None:
                 "participants": args.participants,
                 "injected_odds_ratio": round(math.exp(args.log_odds), 4),
                 "coverage": covered / n,
-                "coverage_wilson_95": wilson(covered, n),
+                "coverage_wilson_95": wilson_95(covered, n),
                 "null_rejections": rejected / n,
-                "null_rejections_wilson_95": wilson(rejected, n),
+                "null_rejections_wilson_95": wilson_95(rejected, n),
                 "gee_fallbacks": fallbacks,
                 "seconds_per_fit": round(elapsed / (2 * n), 4),
             },

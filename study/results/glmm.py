@@ -158,13 +158,15 @@ def fit_glmm(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> dict[str, Any]
     }
 
 
+def wald(b: float, se: float) -> tuple[float, float, float, float]:
+    """exp(b), its 95 % Wald interval and the two-sided p of a log-scale coefficient."""
+    p = float(2 * sps.norm.sf(abs(b) / se)) if se > 0 else 1.0
+    return math.exp(b), math.exp(b - Z * se), math.exp(b + Z * se), p
+
+
 def _interval(b: float, se: float) -> dict[str, float]:
-    return {
-        "odds_ratio": math.exp(b),
-        "ci_low": math.exp(b - Z * se),
-        "ci_high": math.exp(b + Z * se),
-        "p": float(2 * sps.norm.sf(abs(b) / se)) if se > 0 else 1.0,
-    }
+    ratio, low, high, p = wald(b, se)
+    return {"odds_ratio": ratio, "ci_low": low, "ci_high": high, "p": p}
 
 
 def order_effects(
@@ -245,14 +247,7 @@ def fit_gee(frame: pd.DataFrame) -> dict[str, Any]:
 
 def summarise(fit: dict[str, Any]) -> dict[str, Any]:
     """Odds ratio, 95 % Wald interval and p of a fit's AI coefficient."""
-    b, se = fit["log_odds"], fit["se"]
-    return {
-        **fit,
-        "odds_ratio": math.exp(b),
-        "ci_low": math.exp(b - Z * se),
-        "ci_high": math.exp(b + Z * se),
-        "p": float(2 * sps.norm.sf(abs(b) / se)),
-    }
+    return {**fit, **_interval(fit["log_odds"], fit["se"])}
 
 
 def analysable(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:

@@ -47,7 +47,7 @@ from statsmodels.stats.multitest import multipletests
 
 from evaluation.grading import par_label
 from study.results.glmm import MIN_PARTICIPANTS, analysable, order_effects, pass_models
-from study.results.survival import time_caption, time_model
+from study.results.survival import time_model
 
 Row = dict[str, Any]
 MIN_MIXED_PARTICIPANTS = MIN_PARTICIPANTS
@@ -313,6 +313,21 @@ def pass_model_caption(r: dict[str, Any]) -> str:
     return text
 
 
+def time_caption(r: dict[str, Any]) -> str:
+    if not r.get("computed"):
+        return f"Completion time (censored at the time limit): not modelled — {r['reason']}."
+    holm_text = f"; Holm-adjusted {fmt_p(r['p_holm'])}" if r.get("p_holm") is not None else ""
+    return (
+        f"Completion time, censored at the time limit ({r['n_trials']} graded trials of "
+        f"{_participants(r['n_participants'])} on {r['n_tasks']} tasks, "
+        f"{r['censored_share'] * 100:.0f} % without a pass): Cox model of the time to a pass "
+        "(AI + period, baseline hazard per task, standard errors clustered by participant). "
+        f"Hazard ratio of the AI assistant {r['hazard_ratio']:.2f} (95 % CI "
+        f"{r['ci_low']:.2f} to {r['ci_high']:.2f}, {fmt_p(r['p'])}{holm_text}); above 1 means "
+        "passing sooner with the assistant."
+    )
+
+
 def order_caption(r: dict[str, Any]) -> str:
     """Period, session and carry-over effects of the primary model (empty when not fitted)."""
     order = r.get("order")
@@ -369,7 +384,7 @@ def paired_stats(rows: Sequence[Row]) -> dict[str, Any]:
         member["p_holm"] = adjusted
     for result, (_, _label, unit, scale, lower) in zip(secondary, SECONDARY, strict=True):
         result["caption"] = secondary_caption(result["label"], unit, scale, lower, result)
-    time["caption"] = time_caption(time, fmt_p)
+    time["caption"] = time_caption(time)
     return {
         "contrast": "AI assistant on minus off",
         "n_paired": mcnemar_result["n"],

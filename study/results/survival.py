@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from study.results.glmm import wald
+
 Row = dict[str, Any]
-Z = 1.959963984540054
 
 
 def time_model(rows: Sequence[Row], *, min_participants: int) -> dict[str, Any]:
     """Fit the Cox model to graded trials of participants with trials in both conditions."""
     import pandas as pd
-    from scipy import stats as sps
     from statsmodels.duration.hazard_regression import PHReg
 
     graded = [
@@ -103,28 +103,14 @@ def time_model(rows: Sequence[Row], *, min_participants: int) -> dict[str, Any]:
     if not (math.isfinite(b) and math.isfinite(se)) or se <= 0:
         result["reason"] = "could not be fitted (the AI effect is not bounded by the data)"
         return result
+    ratio, low, high, p = wald(b, se)
     result.update(
         computed=True,
-        hazard_ratio=math.exp(b),
-        ci_low=math.exp(b - Z * se),
-        ci_high=math.exp(b + Z * se),
-        p=float(2 * sps.norm.sf(abs(b) / se)),
+        hazard_ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        p=p,
         n_tasks=int(frame["task"].nunique()),
         warnings=sorted({str(w.message).splitlines()[0] for w in caught})[:3],
     )
     return result
-
-
-def time_caption(r: dict[str, Any], fmt_p: Any) -> str:
-    if not r.get("computed"):
-        return f"Completion time (censored at the time limit): not modelled — {r['reason']}."
-    return (
-        f"Completion time, censored at the time limit ({r['n_trials']} graded trials of "
-        f"{r['n_participants']} participant{'s' if r['n_participants'] != 1 else ''} on "
-        f"{r['n_tasks']} tasks, {r['censored_share'] * 100:.0f} % without a pass): Cox model of "
-        "the time to a pass (AI + period, baseline hazard per task, standard errors clustered "
-        f"by participant). Hazard ratio of the AI assistant {r['hazard_ratio']:.2f} (95 % CI "
-        f"{r['ci_low']:.2f} to {r['ci_high']:.2f}, {fmt_p(r['p'])}"
-        + (f"; Holm-adjusted {fmt_p(r['p_holm'])}" if r.get("p_holm") is not None else "")
-        + "); above 1 means passing sooner with the assistant."
-    )
