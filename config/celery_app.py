@@ -19,7 +19,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 app = Celery("haieval")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Tasks live in the ``tasks.py`` of the capability package that owns them.
-TASK_PACKAGES = ["evaluation", "study.trials", "study.exports", "study.assignment"]
+TASK_PACKAGES = ["evaluation", "study.trials", "study.exports", "study.previews"]
 app.autodiscover_tasks(TASK_PACKAGES)
 
 HEARTBEAT_KEY_PREFIX = "worker-heartbeat:"

@@ -17,7 +17,7 @@ urlpatterns = [
     path("trials/", include("study.trials.urls")),
     path("results/", include("study.results.urls")),
     path("exports/", include("study.exports.urls")),
-    path("assignment/", include("study.assignment.urls")),
+    path("previews/", include("study.previews.urls")),
     path("researchers/", include("study.researchers.urls")),
     path("reviews/", include("study.reviews.urls")),
     path("benchmarks/", include("study.benchmarks.urls")),

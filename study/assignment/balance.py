@@ -25,8 +25,8 @@ from study.assignment.services import (
     counted_assignments,
     study_sequences,
     track_design,
-    track_targets,
 )
+from study.assignment.targets import track_targets
 from study.models import Assignment, Participant, Study
 
 

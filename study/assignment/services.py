@@ -18,7 +18,7 @@ participant finished session 1 and the study's ``replace_session2_no_shows`` is 
 completed participant is excluded, the assignment is also marked ``excluded_for_balance``: the
 next participant of the same track gets exactly that plan (``Assignment.replaces``).
 
-Targets (``track_targets``). Exact fill works per track: a track aims at its own target when
+Targets (``targets.track_targets``). Exact fill works per track: a track aims at its own target when
 the researcher set one, otherwise at its share of the study's target. Each audit row records
 the target it used and where it came from.
 """
@@ -28,13 +28,12 @@ from __future__ import annotations
 import logging
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal
 
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -54,11 +53,11 @@ from study.assignment.design import (
     enumerate_plans,
 )
 from study.assignment.minimiser import Choice, Counts, choose_plan, imbalance
+from study.assignment.targets import Target, track_target
 from study.audit import log as audit
 from study.models import (
     Assignment,
     AssignmentLock,
-    DesignPreview,
     Participant,
     Study,
     TaskPoolEntry,
@@ -92,26 +91,6 @@ class TrackDesign:
     candidates: tuple[Plan, ...]
     priority: str = "difficulty"
     gaps: tuple[int, ...] | None = None  # difficulty gap per candidate, when uses come first
-
-
-@dataclass(frozen=True)
-class Target:
-    """How many participants a track should end with, and where that number comes from:
-    ``track`` (set on the track), ``study`` (the study's target, one track) or ``study_split``
-    (the study's target shared by the tracks without their own). ``None``: unknown, so
-    balance relies on minimisation alone."""
-
-    value: int | None
-    source: str
-
-    def describe(self) -> str:
-        if self.value is None:
-            return "no target (minimisation only)"
-        return {
-            "track": f"{self.value} participants (set on the track)",
-            "study": f"{self.value} participants (the study's target)",
-            "study_split": f"{self.value} participants (the study's target shared by the tracks)",
-        }[self.source]
 
 
 # --- Counting ----------------------------------------------------------------------------
@@ -215,32 +194,6 @@ def track_counts(
     ):
         counts.add(Plan(sequence, tuple(tasks)), known_only=True)
     return counts
-
-
-def track_targets(study: Study) -> dict[str, Target]:
-    """The target of every track with active tasks (by track code): its own when set;
-    otherwise an equal share of what the study's target leaves after the tracks with their
-    own (the remainder goes to the first tracks in code order). With one such track and no
-    own target, that is the study's target. Unknown when the own targets exceed the study's."""
-    with_tasks = set(
-        TaskPoolEntry.objects.filter(study=study, active=True).values_list("track", flat=True)
-    )
-    tracks = [t for t in study.tracks.order_by("code") if t.pk in with_tasks]
-    own = {t.code: t.target_participants for t in tracks if t.target_participants is not None}
-    shared = [t.code for t in tracks if t.code not in own]
-    left = study.target_participants - sum(own.values())
-    result = {code: Target(value, "track") for code, value in own.items()}
-    for i, code in enumerate(shared):
-        if left < len(shared):
-            result[code] = Target(None, "study_split")
-            continue
-        share = left // len(shared) + (1 if i < left % len(shared) else 0)
-        result[code] = Target(share, "study" if len(tracks) == 1 else "study_split")
-    return result
-
-
-def track_target(study: Study, track: Track) -> Target:
-    return track_targets(study).get(track.code, Target(None, "study_split"))
 
 
 # --- The service -------------------------------------------------------------------------
@@ -508,83 +461,3 @@ def override_track(participant: Participant, track: Track, *, by: audit.Actor) -
         details={"study": participant.study.slug, "track": track.code, "before": track_before},
     )
     return True
-
-
-# --- Design preview ----------------------------------------------------------------------
-PREVIEW_SEED = 1  # the default: the same design previews the same way until it changes
-PREVIEW_PROGRESS_SECONDS = 3600
-
-
-@transaction.atomic
-def start_design_preview(study: Study, *, user: Any, seed: int | None = None) -> DesignPreview:
-    """Queue a simulated allocation of ``study``'s design, for its target and expected
-    dropout; the worker runs it once the row is committed."""
-    from study.assignment.tasks import run_design_preview  # cycle: the task wraps run_preview
-
-    preview = DesignPreview.objects.create(
-        study=study,
-        seed=PREVIEW_SEED if seed is None else seed,
-        dropout=study.expected_dropout,
-        created_by=user.get_username(),
-    )
-    transaction.on_commit(lambda: run_design_preview.delay(preview.pk))
-    return preview
-
-
-def progress_key(preview_id: int) -> str:
-    return f"design-preview-progress:{preview_id}"
-
-
-def live_progress(preview: DesignPreview) -> int:
-    """A running preview's progress. The simulation's writes are always rolled back, so it
-    reports progress through the cache (shared by the web and worker processes), not its row."""
-    if preview.status == DesignPreview.Status.RUNNING:
-        return int(cache.get(progress_key(preview.pk), preview.progress))
-    return preview.progress
-
-
-def run_preview(preview_id: int, on_progress: Callable[[int], None] | None = None) -> DesignPreview:
-    """Run a queued preview (idempotent: one already claimed or finished is returned as it
-    is). Progress, the share of the target completed in the simulation, goes to the cache
-    (``live_progress``) and to ``on_progress``. Any failure marks the preview failed."""
-    from study.assignment.simulation import expected_imbalance, simulate, study_design
-
-    claimed = DesignPreview.objects.filter(
-        pk=preview_id, status=DesignPreview.Status.QUEUED
-    ).update(status=DesignPreview.Status.RUNNING, started_at=timezone.now(), progress=0)
-    preview = DesignPreview.objects.select_related("study").get(pk=preview_id)
-    if not claimed:
-        return preview
-    key = progress_key(preview_id)
-
-    def progress(done: int, total: int) -> None:
-        percent = min(99, int(100 * done / max(total, 1)))
-        cache.set(key, percent, PREVIEW_PROGRESS_SECONDS)
-        if on_progress is not None:
-            on_progress(percent)
-
-    try:
-        design = study_design(preview.study)
-        summary = simulate(
-            design,
-            dropout=preview.dropout,
-            seed=preview.seed,
-            on_progress=progress,
-            allocations=True,
-        )
-        summary["warnings"] = expected_imbalance(summary)
-        summary["plans_per_track"] = {
-            track.code: len(track_design(preview.study, track).candidates)
-            for track in preview.study.tracks.order_by("code")
-            if track.code in summary["by_track"]
-        }
-    except Exception as exc:  # a preview must end, whatever went wrong
-        logger.exception("design preview %s failed", preview_id)
-        message = str(exc) if isinstance(exc, AssignmentError) else f"{type(exc).__name__}: {exc}"
-        preview.status, preview.error = DesignPreview.Status.FAILED, message[:1000]
-    else:
-        preview.status, preview.result, preview.progress = DesignPreview.Status.DONE, summary, 100
-    preview.finished_at = timezone.now()
-    preview.save(update_fields=["status", "error", "result", "progress", "finished_at"])
-    cache.delete(key)
-    return preview

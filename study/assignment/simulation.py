@@ -36,12 +36,11 @@ from study.assignment.minimiser import cell_shares
 from study.assignment.services import (
     P_BEST,
     AssignmentError,
-    Target,
     assign_plan,
     release_plan,
     track_design,
-    track_targets,
 )
+from study.assignment.targets import Target, track_targets
 from study.audit import log as audit
 from study.journey.services import transition
 from study.models import Arm, Assignment, Participant, Study, TaskPoolEntry, Track, User

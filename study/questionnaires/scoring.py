@@ -59,10 +59,10 @@ def scale_scores(response: Response) -> dict[str, float]:
 
 # --- Tracks -------------------------------------------------------------------------------
 def least_filled_track(study: Study) -> Track | None:
-    """The track furthest below its target (``study.assignment.services.track_targets``),
+    """The track furthest below its target (``study.assignment.targets.track_targets``),
     counting participants still taking part or complete; ties go to the first code. Without
     any known target: the track with the fewest such participants."""
-    from study.assignment.services import track_targets  # assignment builds on questionnaires
+    from study.assignment.targets import track_targets  # assignment builds on questionnaires
 
     tracks = list(
         study.tracks.annotate(

@@ -18,9 +18,8 @@ from study.assignment.services import (
     exclude_for_balance,
     plan_of,
     replay,
-    track_target,
-    track_targets,
 )
+from study.assignment.targets import track_target, track_targets
 from study.configuration.validation import configuration_problems
 from study.models import Participant, Study
 from tests.study.factories_study import make_participant, make_study, synthetic_templates

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from study.assignment.services import run_preview
 from study.models import DesignPreview, Participant, Study
+from study.previews.services import run_preview
 from tests.study.factories_study import make_participant, make_study, synthetic_templates
 from tests.study.results.report_helpers import participant_client, researcher_client
 
@@ -27,11 +27,11 @@ def study() -> Study:
 
 def start(client: Client, study: Study, capture: Any, **data: str) -> Any:
     with capture(execute=True):
-        return client.post(f"/study/assignment/{study.slug}/preview/start/", data, follow=True)
+        return client.post(f"/study/previews/{study.slug}/start/", data, follow=True)
 
 
 def test_the_page_shows_each_tracks_pool_target_and_admissible_plans(study: Study) -> None:
-    page = researcher_client(study).get(f"/study/assignment/{study.slug}/preview/")
+    page = researcher_client(study).get(f"/study/previews/{study.slug}/")
     html = page.content.decode()
     assert page.status_code == 200
     assert "5 participants (the study&#x27;s target shared by the tracks)" in html
@@ -46,7 +46,7 @@ def test_a_preview_runs_in_the_worker_and_shows_the_balance_it_reaches(
     client = researcher_client(study)
     response = start(client, study, django_capture_on_commit_callbacks, seed="4")
     assert "is queued; it runs in the background" in response.content.decode()
-    html = client.get(f"/study/assignment/{study.slug}/preview/").content.decode()
+    html = client.get(f"/study/previews/{study.slug}/").content.decode()
     preview = DesignPreview.objects.get()
     assert (preview.status, preview.progress, preview.seed, preview.dropout) == (
         "done",
@@ -59,7 +59,7 @@ def test_a_preview_runs_in_the_worker_and_shows_the_balance_it_reaches(
     assert "The simulated allocation is balanced: no warnings." in html
     assert html.count("<td>A 2 · B 2</td>") == 15
     assert preview.result["plans_per_track"] == {"DS": 256, "MLE": 256, "SDE": 256}
-    status = client.get(f"/study/assignment/previews/{preview.pk}/status/").json()
+    status = client.get(f"/study/previews/jobs/{preview.pk}/status/").json()
     assert status["finished"] is True
     assert status["warnings"] == preview.result["warnings"]
     table = client.get(status["csv_url"])
@@ -75,7 +75,7 @@ def test_a_preview_runs_in_the_worker_and_shows_the_balance_it_reaches(
     study.target_participants = 16
     study.save(update_fields=["target_participants"])
     start(client, study, django_capture_on_commit_callbacks)
-    html = client.get(f"/study/assignment/{study.slug}/preview/").content.decode()
+    html = client.get(f"/study/previews/{study.slug}/").content.decode()
     assert "Expected imbalance:" in html
     assert "Track DS: a target of 6 cannot give every task the same number of uses" in html
 
@@ -108,9 +108,9 @@ def test_bad_seeds_and_wrong_methods_are_refused(
     response = start(client, study, django_capture_on_commit_callbacks, seed="-3")
     assert "The seed must be a whole number" in response.content.decode()
     assert not DesignPreview.objects.exists()
-    assert client.get(f"/study/assignment/{study.slug}/preview/start/").status_code == 405
+    assert client.get(f"/study/previews/{study.slug}/start/").status_code == 405
     queued = DesignPreview.objects.create(study=study, seed=1, dropout=0.1, created_by="x")
-    unfinished = client.get(f"/study/assignment/previews/{queued.pk}/allocation.csv")
+    unfinished = client.get(f"/study/previews/jobs/{queued.pk}/allocation.csv")
     assert unfinished.status_code == 409
     assert "not finished" in unfinished.content.decode()
 
@@ -118,10 +118,10 @@ def test_bad_seeds_and_wrong_methods_are_refused(
 def test_other_researchers_and_participants_cannot_see_a_preview(study: Study) -> None:
     preview = DesignPreview.objects.create(study=study, seed=1, dropout=0.1, created_by="x")
     stranger = researcher_client()
-    assert stranger.get(f"/study/assignment/{study.slug}/preview/").status_code == 404
-    assert stranger.get(f"/study/assignment/previews/{preview.pk}/status/").status_code == 404
+    assert stranger.get(f"/study/previews/{study.slug}/").status_code == 404
+    assert stranger.get(f"/study/previews/jobs/{preview.pk}/status/").status_code == 404
     participant = participant_client(make_participant(study))
-    assert participant.get(f"/study/assignment/{study.slug}/preview/").status_code in (302, 403)
+    assert participant.get(f"/study/previews/{study.slug}/").status_code in (302, 403)
 
 
 def test_a_running_preview_shows_its_progress_on_the_status_page(study: Study) -> None:
@@ -129,7 +129,7 @@ def test_a_running_preview_shows_its_progress_on_the_status_page(study: Study) -
     # another way (the cache): look at the page from inside the run, at every step.
     client = researcher_client(study)
     preview = DesignPreview.objects.create(study=study, seed=1, dropout=0.2, created_by="x")
-    url = f"/study/assignment/previews/{preview.pk}/status/"
+    url = f"/study/previews/jobs/{preview.pk}/status/"
     seen: list[tuple[int, int, str]] = []
 
     def look(percent: int) -> None:

@@ -24,8 +24,8 @@ from study.access import (
     researcher_only,
 )
 from study.assignment.balance import design_summary
-from study.assignment.services import live_progress, start_design_preview
 from study.models import DesignPreview
+from study.previews.services import live_progress, start_design_preview
 
 CSV_COLUMNS = ("order", "track", "sequence", "tasks", "outcome", "replaces", "exact_fill")
 
@@ -54,7 +54,7 @@ def preview_page(request: HttpRequest, slug: str) -> HttpResponse:
     preview = DesignPreview.objects.filter(study=study).select_related("study").first()
     return render(
         request,
-        "study/assignment/preview.html",
+        "study/previews/preview.html",
         {
             "study": study,
             "tracks": design_summary(study),
@@ -88,7 +88,7 @@ def preview_status(request: HttpRequest, preview_id: int) -> HttpResponse:
     if request.headers.get("HX-Request"):
         return render(
             request,
-            "study/assignment/_preview_result.html",
+            "study/previews/_preview_result.html",
             {"preview": preview, "progress": live_progress(preview)},
         )
     return JsonResponse(_status(preview))

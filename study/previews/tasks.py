@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
-from study.assignment.services import run_preview
+from study.previews.services import run_preview
 
 
 @shared_task(name="study.run_design_preview")
